@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# nvmet-mdev: build a Linux 7.3 kernel with the driver, boot it under QEMU
+# and test it.  "make help" lists the targets.
+
+# The exact kernel source package; override on the command line.
+KPKG		?= linux-source-7.3
+KPKG_VERSION	?= 7.3.4-1~bpo13+1
+KPKG_SUITE	?= trixie-backports
+
+TOP		:= $(CURDIR)
+BUILD		:= $(TOP)/build
+SRC		:= $(BUILD)/src
+OBJ		:= $(BUILD)/obj
+HARNESS		:= $(TOP)/tools/testing/nvmet-mdev
+JOBS		?= $(shell echo $$(( $$(nproc) + 1 )))
+
+# Reproducible, cache-friendly kernel builds.
+export CCACHE_DIR	?= $(HOME)/.cache/ccache
+export CCACHE_BASEDIR	:= $(TOP)
+export CCACHE_MAXSIZE	?= 10G
+export CCACHE_SLOPPINESS := time_macros,include_file_mtime,include_file_ctime
+export KBUILD_BUILD_TIMESTAMP := 2026-01-01
+export KBUILD_BUILD_USER := nvmet-mdev
+export KBUILD_BUILD_HOST := build
+
+KMAKE		= $(MAKE) -C $(SRC) O=$(OBJ) CC="ccache gcc" -j$(JOBS) \
+		  KCFLAGS="$(KCFLAGS)"
+
+.PHONY: all help deps kernel source config modules_install check demo \
+	shell test bench clean distclean
+
+all: kernel
+
+help:
+	@echo "make deps      install the Debian packages the build and tests need"
+	@echo "make kernel    fetch, patch, configure and build: build/bzImage, build/modules/"
+	@echo "make check     build, boot the test VM and run every test (TAP)"
+	@echo "make test T=name   run one test (tools/testing/nvmet-mdev/tests/name.sh)"
+	@echo "make demo      boot, create an mdev, run a guest on it, show what it sees"
+	@echo "make shell     interactive shell in the host VM"
+	@echo "make clean     drop the build objects (keeps the fetched source)"
+
+deps:
+	$(HARNESS)/install-deps.sh
+
+source:
+	$(HARNESS)/fetch-kernel.sh $(BUILD) $(SRC) $(KPKG) $(KPKG_VERSION) $(KPKG_SUITE)
+	$(HARNESS)/prepare-tree.sh $(TOP) $(SRC)
+
+# The configuration is regenerated only when the fragment or the Kconfig
+# files it depends on change; kbuild's own olddefconfig does the rest.
+$(OBJ)/.config: $(HARNESS)/config $(TOP)/patches/series \
+		$(TOP)/drivers/nvme/target/mdev/Kconfig | source
+	mkdir -p $(OBJ)
+	$(MAKE) -C $(SRC) O=$(OBJ) allnoconfig >/dev/null
+	cd $(OBJ) && $(SRC)/scripts/kconfig/merge_config.sh -m -O $(OBJ) \
+		$(OBJ)/.config $(HARNESS)/config >/dev/null
+	$(MAKE) -C $(SRC) O=$(OBJ) olddefconfig >/dev/null
+	$(HARNESS)/check-config.sh $(HARNESS)/config $(OBJ)/.config
+
+config: source $(OBJ)/.config
+
+kernel: source $(OBJ)/.config
+	flock $(BUILD)/.build.lock $(KMAKE) bzImage modules
+	cp $(OBJ)/arch/x86/boot/bzImage $(BUILD)/bzImage.tmp
+	mv $(BUILD)/bzImage.tmp $(BUILD)/bzImage
+	flock $(BUILD)/.build.lock $(MAKE) -C $(SRC) O=$(OBJ) -s \
+		INSTALL_MOD_PATH=$(BUILD)/modules.tmp modules_install
+	rm -rf $(BUILD)/modules && mv $(BUILD)/modules.tmp $(BUILD)/modules
+
+# Static checks on the driver: sparse, W=1 and checkpatch --strict.
+lint: kernel
+	$(KMAKE) C=2 W=1 drivers/nvme/target/mdev/
+	cd $(SRC) && ./scripts/checkpatch.pl --strict --no-tree -q \
+		-f $(TOP)/drivers/nvme/target/mdev/*.[ch] $(TOP)/include/linux/nvmet-mdev.h
+
+check: deps kernel
+	$(HARNESS)/run-tests.sh
+
+test: kernel
+	$(HARNESS)/run-tests.sh $(T)
+
+demo: deps kernel
+	$(HARNESS)/demo.sh
+
+shell: kernel
+	$(HARNESS)/vm.sh --interactive
+
+bench: deps kernel
+	$(HARNESS)/bench.sh
+
+clean:
+	rm -rf $(OBJ) $(BUILD)/bzImage $(BUILD)/modules
+
+distclean:
+	rm -rf $(BUILD)

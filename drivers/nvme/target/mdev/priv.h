@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * NVMe target vfio mediated device (mdev) transport: private definitions
+ * shared by the files of the driver.
+ *
+ * Files and concerns:
+ *   main.c     module init/exit, nvmet transport registration
+ *   port.c     one mdev parent (and its mdev type) per nvmet port
+ *   vfio.c     mdev probe/remove, vfio_device_ops, regions, mmap, sysfs
+ *   pci.c      PCI configuration space emulation (PM, MSI-X, PCIe + FLR)
+ *   irq.c      VFIO_DEVICE_SET_IRQS: MSI-X / INTx / REQ eventfds
+ *   regs.c     BAR0 controller registers, CC/CSTS state machine
+ *   ctrl.c     controller enable/disable/reset, nvmet controller, ops table
+ *   queue.c    SQ/CQ objects, per-SQ kthreads, completion posting
+ *   mem.c      guest memory: pin cache, dma_unmap, ring mappings
+ *   prp.c      PRP and SGL translation into scatterlists over guest pages
+ *   dbbuf.c    shadow doorbells (Doorbell Buffer Config) and EventIdx
+ */
+#ifndef _NVMET_MDEV_PRIV_H
+#define _NVMET_MDEV_PRIV_H
+
+#include <linux/mdev.h>
+#include <linux/mutex.h>
+#include <linux/nvme.h>
+#include <linux/nvmet-mdev.h>
+#include <linux/vfio.h>
+#include <linux/xarray.h>
+
+#include "nvmet.h"
+
+struct nvmet_mdev_ctrl;
+struct nvmet_mdev_sq;
+struct nvmet_mdev_cq;
+
+/* ------------------------------------------------------------------ */
+/* port.c: one mdev parent per nvmet port with addr_trtype "mdev"      */
+
+struct nvmet_mdev_port {
+	struct nvmet_port	*nport;
+	struct device		dev;		/* the mdev parent device */
+	struct mdev_parent	parent;
+	struct mdev_type	type;
+	struct mdev_type	*types[1];
+	struct list_head	entry;		/* in the global port list */
+};
+
+/*
+ * Resolve which subsystem NQN a controller of this port connects to:
+ * @want if non-empty, else the only subsystem linked to the port.
+ * Copies the NQN into @nqn (NVMF_NQN_SIZE + 1 bytes).
+ */
+int nvmet_mdev_port_subsysnqn(struct nvmet_mdev_port *port, const char *want,
+			      char *nqn);
+
+/* ------------------------------------------------------------------ */
+/* Per-mdev tunables: sysfs attributes, writable while not open.      */
+
+struct nvmet_mdev_params {
+	u16	nr_io_queues;		/* I/O SQ/CQ pairs, 1..NVMET_MDEV_MAX_IO_QUEUES */
+	u16	max_queue_entries;	/* CAP.MQES + 1, 16..NVMET_MDEV_MAX_QUEUE_ENTRIES */
+	u8	mdts;			/* Identify MDTS (2^n pages), 1..NVMET_MDEV_MAX_MDTS */
+	bool	shadow_doorbells;	/* advertise Doorbell Buffer Config */
+	u32	poll_idle_us;		/* spin this long after the last command */
+	char	subsysnqn[NVMF_NQN_SIZE + 1];	/* empty: the port's only subsystem */
+};
+
+/* ------------------------------------------------------------------ */
+/* pci.c: PCI configuration space                                      */
+
+struct nvmet_mdev_pci {
+	u8	cfg[NVMET_MDEV_CFG_SIZE];	/* current contents */
+	u8	wmask[NVMET_MDEV_CFG_SIZE];	/* guest-writable bits */
+	u8	w1cmask[NVMET_MDEV_CFG_SIZE];	/* write-1-to-clear bits */
+	u32	bar_size[PCI_STD_NUM_BARS];	/* 0: BAR not implemented */
+};
+
+/* ------------------------------------------------------------------ */
+/* irq.c: interrupts, as wired by VFIO_DEVICE_SET_IRQS                 */
+
+struct nvmet_mdev_irqs {
+	spinlock_t		lock;		/* protects the eventfd pointers */
+	int			mode;		/* VFIO_PCI_{INTX,MSIX}_IRQ_INDEX or -1 */
+	struct eventfd_ctx	*msix[NVMET_MDEV_MAX_VECTORS];
+	struct eventfd_ctx	*intx;
+	bool			intx_masked;
+	struct eventfd_ctx	*req;		/* unplug request */
+};
+
+/* ------------------------------------------------------------------ */
+/* The controller: one per mdev                                        */
+
+struct nvmet_mdev_ctrl {
+	struct vfio_device	vdev;		/* must be first */
+	struct mdev_device	*mdev;
+	struct nvmet_mdev_port	*port;
+
+	/*
+	 * Serialises everything the device's user does outside the data
+	 * path: register and config space accesses, ioctls, open/close,
+	 * sysfs writes, dma_unmap.
+	 */
+	struct mutex		lock;
+	bool			open;
+
+	struct nvmet_mdev_params params;
+	char			hostnqn[NVMF_NQN_SIZE + 1];
+	uuid_t			hostid;
+
+	/* device model (pci.c, irq.c, vfio.c) */
+	struct nvmet_mdev_pci	pci;
+	struct nvmet_mdev_irqs	irqs;
+
+	/* controller (regs.c, ctrl.c, queue.c, mem.c, prp.c, dbbuf.c) */
+	struct nvmet_ctrl	*tctrl;		/* NULL while CC.EN = 0 */
+	struct page		*db_page;	/* BAR0 doorbells, mmap-able */
+	struct {
+		u64	cap;
+		u32	vs;
+		u32	intms;
+		u32	cc;
+		u32	csts;
+		u32	aqa;
+		u64	asq;
+		u64	acq;
+	} regs;
+};
+
+static inline struct nvmet_mdev_ctrl *vdev_to_ctrl(struct vfio_device *vdev)
+{
+	return container_of(vdev, struct nvmet_mdev_ctrl, vdev);
+}
+
+/* ------------------------------------------------------------------ */
+/* Calls from the device model (vfio.c, pci.c) into the controller.    */
+
+int nvmet_mdev_ctrl_init(struct nvmet_mdev_ctrl *ctrl);	/* at probe */
+void nvmet_mdev_ctrl_uninit(struct nvmet_mdev_ctrl *ctrl);	/* at release */
+int nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl);	/* ctrl->lock held */
+void nvmet_mdev_ctrl_close(struct nvmet_mdev_ctrl *ctrl);	/* ctrl->lock held */
+/* Function level reset: CC.EN=0 semantics plus register reset; lock held. */
+void nvmet_mdev_ctrl_reset(struct nvmet_mdev_ctrl *ctrl);
+/* BAR0 register page (offsets < NVMET_MDEV_DB_OFFSET) and doorbells; lock held. */
+int nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
+			 u32 count);
+int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
+			  const void *buf, u32 count);
+/* A guest touched the zapped doorbell page: wake sleeping queue threads. */
+void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl);
+/* vfio dma_unmap callback: drop every pin in [iova, iova + length). */
+void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length);
+
+/* ------------------------------------------------------------------ */
+/* Calls from the controller into the device model.                    */
+
+/* Signal MSI-X @vector (or INTx when MSI-X is off); any context. */
+void nvmet_mdev_irq_raise(struct nvmet_mdev_ctrl *ctrl, u16 vector);
+/* Whether @vector may be used by a CQ now (Create I/O CQ check). */
+bool nvmet_mdev_irq_vector_valid(struct nvmet_mdev_ctrl *ctrl, u16 vector);
+/* Unmap the doorbell page from every user mapping; next access faults. */
+void nvmet_mdev_doorbell_zap(struct nvmet_mdev_ctrl *ctrl);
+
+/* main.c / ctrl.c */
+extern const struct nvmet_fabrics_ops nvmet_mdev_fabrics_ops;
+int nvmet_mdev_add_port(struct nvmet_port *nport);
+void nvmet_mdev_remove_port(struct nvmet_port *nport);
+int nvmet_mdev_register_driver(void);
+void nvmet_mdev_unregister_driver(void);
+
+#endif /* _NVMET_MDEV_PRIV_H */

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * NVMe target vfio mediated device (mdev) transport: the device model a
+ * guest sees.  These values are guest-visible ABI; see
+ * Documentation/nvme/mdev.rst.
+ */
+#ifndef _LINUX_NVMET_MDEV_H
+#define _LINUX_NVMET_MDEV_H
+
+#include <linux/sizes.h>
+
+/* PCI identity: a Red Hat/Qumranet virtual device, NVMe I/O class. */
+#define NVMET_MDEV_PCI_VENDOR_ID	0x1b36		/* PCI_VENDOR_ID_REDHAT */
+#define NVMET_MDEV_PCI_DEVICE_ID	0x0021		/* provisional, not QEMU's 0x0010 */
+#define NVMET_MDEV_PCI_CLASS		0x010802	/* NVMe I/O controller */
+
+/* PCI configuration space: 4 KiB extended space. */
+#define NVMET_MDEV_CFG_SIZE		4096
+
+/*
+ * BAR0 (64-bit memory): the controller register page, then one page of
+ * doorbells (CAP.DSTRD = 0, so 8 bytes per queue pair) which user space
+ * may mmap, then reserved space up to the BAR size.
+ */
+#define NVMET_MDEV_BAR0_SIZE		SZ_16K
+#define NVMET_MDEV_DB_OFFSET		0x1000
+#define NVMET_MDEV_DB_SIZE		0x1000
+
+/* BAR4 (32-bit memory): MSI-X table at 0, PBA at NVMET_MDEV_PBA_OFFSET. */
+#define NVMET_MDEV_MSIX_BAR		4
+#define NVMET_MDEV_MSIX_BAR_SIZE	SZ_8K
+#define NVMET_MDEV_PBA_OFFSET		0x1000
+
+/* Limits. */
+#define NVMET_MDEV_MAX_IO_QUEUES	64
+#define NVMET_MDEV_MAX_VECTORS		(NVMET_MDEV_MAX_IO_QUEUES + 1)
+#define NVMET_MDEV_MAX_QUEUE_ENTRIES	4096
+#define NVMET_MDEV_MAX_MDTS		10	/* 2^10 pages: 4 MiB */
+
+/* Per-mdev defaults. */
+#define NVMET_MDEV_DEF_IO_QUEUES	4
+#define NVMET_MDEV_DEF_QUEUE_ENTRIES	1024
+#define NVMET_MDEV_DEF_MDTS		8	/* 1 MiB */
+#define NVMET_MDEV_DEF_POLL_IDLE_US	100
+
+#endif /* _LINUX_NVMET_MDEV_H */
