@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# PID 1 of the test VMs (the TCG host VM and the nested KVM guests).
+# The root file system is a read-only 9p share; writable places get tmpfs.
+# The run directory (9p tag "run", writable) holds the command to run
+# ("cmd"); its exit status goes to "rc" and the kernel log to "dmesg".
+# Kernel command line: nvmet_mdev.interactive=1 gives a shell instead.
+
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root TERM=${TERM:-linux} LANG=C.UTF-8
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /dev/pts /dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+for d in /tmp /run /var/tmp /var/log /var/lib/libvirt /var/cache/libvirt /root; do
+	[ -d "$d" ] && mount -t tmpfs -o mode=0755 tmpfs "$d"
+done
+chmod 1777 /tmp /var/tmp
+mount -t configfs configfs /sys/kernel/config
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+# Our modules: modprobe and the kernel's request_module() find them in
+# /lib/modules as usual.
+top=$(cd "$(dirname "$0")/../../.." && pwd)
+if [ -d "$top/build/modules/lib/modules/$(uname -r)" ]; then
+	mount -t tmpfs tmpfs /lib/modules
+	ln -s "$top/build/modules/lib/modules/$(uname -r)" /lib/modules/
+fi
+mkdir -p /run/nvmet-mdev
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 run /run/nvmet-mdev
+hostname "$(cat /run/nvmet-mdev/hostname 2>/dev/null || echo nvmet-mdev)"
+ip link set lo up 2>/dev/null
+# A kernel warning must end up in the log, not take the VM down.
+echo 0 > /proc/sys/kernel/panic_on_warn 2>/dev/null
+
+finish() {
+	dmesg > /run/nvmet-mdev/dmesg 2>/dev/null
+	sync
+	echo o > /proc/sysrq-trigger
+	sleep 10
+}
+
+if grep -qw 'nvmet_mdev.interactive=1' /proc/cmdline; then
+	echo "nvmet-mdev test VM: interactive shell; 'exit' powers off."
+	setsid -c bash -i </dev/ttyS0 >/dev/ttyS0 2>&1
+	finish
+fi
+
+cd /run/nvmet-mdev || finish
+bash ./cmd </dev/null
+echo $? > rc.tmp && mv rc.tmp rc
+finish

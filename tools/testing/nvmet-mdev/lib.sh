@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers for the nvmet-mdev tests and the demo, sourced by bash scripts
+# that run inside the host VM.
+
+NVMET_MDEV_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+NVMET_MDEV_HARNESS=$NVMET_MDEV_TOP/tools/testing/nvmet-mdev
+NVMET_CFS=/sys/kernel/config/nvmet
+
+# --- TAP ------------------------------------------------------------------
+_tap_n=0
+_tap_failed=0
+
+# ok COND DESCRIPTION: one TAP result; COND is a command.
+tap_ok() {
+	local desc=$1; shift
+	_tap_n=$((_tap_n + 1))
+	if "$@"; then
+		echo "ok $_tap_n $desc"
+	else
+		echo "not ok $_tap_n $desc"
+		_tap_failed=$((_tap_failed + 1))
+	fi
+}
+
+tap_skip() {
+	_tap_n=$((_tap_n + 1))
+	echo "ok $_tap_n $1 # SKIP $2"
+}
+
+tap_done() {
+	echo "1..$_tap_n"
+	[ $_tap_failed -eq 0 ]
+}
+
+die() {
+	echo "# FATAL: $*"
+	_tap_n=$((_tap_n + 1))
+	echo "not ok $_tap_n $*"
+	echo "1..$_tap_n"
+	exit 1
+}
+
+# --- nvmet configfs -------------------------------------------------------
+
+# make_subsys NQN BACKING [SIZE]: a subsystem with one namespace on BACKING,
+# a file created with SIZE (default 256M) unless it exists, or a block device.
+make_subsys() {
+	local nqn=$1 backing=$2 size=${3:-256M}
+	modprobe nvmet || return 1
+	[ -e "$backing" ] || truncate -s "$size" "$backing" || return 1
+	mkdir -p "$NVMET_CFS/subsystems/$nqn/namespaces/1" || return 1
+	echo 1 > "$NVMET_CFS/subsystems/$nqn/attr_allow_any_host" || return 1
+	echo -n "$backing" > "$NVMET_CFS/subsystems/$nqn/namespaces/1/device_path" || return 1
+	echo 1 > "$NVMET_CFS/subsystems/$nqn/namespaces/1/enable"
+}
+
+# make_port ID: an mdev port; link_subsys ID NQN: link a subsystem to it.
+make_port() {
+	mkdir -p "$NVMET_CFS/ports/$1" || return 1
+	echo mdev > "$NVMET_CFS/ports/$1/addr_trtype"
+}
+
+link_subsys() {
+	ln -s "$NVMET_CFS/subsystems/$2" "$NVMET_CFS/ports/$1/subsystems/$2"
+}
+
+unlink_subsys() {
+	rm -f "$NVMET_CFS/ports/$1/subsystems/$2"
+}
+
+# The mdev parent of port ID and its (only) mdev type directory.
+port_parent() {
+	echo "/sys/class/mdev_bus/nvmet-mdev-port$1"
+}
+
+port_type_dir() {
+	local d
+	for d in "$(port_parent "$1")"/mdev_supported_types/*; do
+		[ -d "$d" ] && { echo "$d"; return 0; }
+	done
+	return 1
+}
+
+# create_mdev PORT [UUID]: prints the UUID of a new mdev.
+create_mdev() {
+	local uuid=${2:-$(cat /proc/sys/kernel/random/uuid)} t
+	t=$(port_type_dir "$1") || return 1
+	echo "$uuid" > "$t/create" || return 1
+	echo "$uuid"
+}
+
+remove_mdev() {
+	echo 1 > "/sys/bus/mdev/devices/$1/remove"
+}
+
+# setup_default PORT NQN BACKING: subsystem, port, link; the common case.
+setup_default() {
+	make_subsys "$2" "$3" || return 1
+	make_port "$1" || return 1
+	link_subsys "$1" "$2"
+}
+
+# teardown: remove every mdev, port and subsystem we made.
+teardown_nvmet() {
+	local d
+	for d in /sys/bus/mdev/devices/*; do
+		[ -e "$d/remove" ] && echo 1 > "$d/remove"
+	done
+	for d in "$NVMET_CFS"/ports/*/subsystems/*; do
+		[ -L "$d" ] && rm -f "$d"
+	done
+	for d in "$NVMET_CFS"/ports/*; do
+		[ -d "$d" ] && rmdir "$d"
+	done
+	for d in "$NVMET_CFS"/subsystems/*; do
+		[ -d "$d" ] || continue
+		[ -d "$d/namespaces/1" ] && echo 0 > "$d/namespaces/1/enable" &&
+			rmdir "$d/namespaces/1"
+		rmdir "$d"
+	done
+	return 0
+}
+
+# --- nested guests ----------------------------------------------------------
+
+# run_guest [vm.sh options] -- command: a nested KVM guest with our kernel.
+run_guest() {
+	"$NVMET_MDEV_HARNESS/vm.sh" --guest --timeout "${NVMET_MDEV_GUEST_TIMEOUT:-600}" "$@"
+}
+
+# guest_checks PREFIX OUTPUT: TAP results from a guest's "check:" lines.
+guest_checks() {
+	local prefix=$1 line n=0
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		case "$line" in
+		"check: ok: "*) tap_ok "$prefix: ${line#check: ok: }" true; n=$((n + 1)) ;;
+		"check: fail: "*) tap_ok "$prefix: ${line#check: fail: }" false; n=$((n + 1)) ;;
+		esac
+	done <<<"$2"
+	[ $n -gt 0 ] || tap_ok "$prefix: the guest reported its checks" false
+}

@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs inside a nested guest: report checks as "check: ok|fail: what" lines
+# that the test in the host VM turns into TAP results.  Subcommands below.
+set -u
+check() {
+	local what=$1; shift
+	if "$@"; then echo "check: ok: $what"; else echo "check: fail: $what"; fi
+}
+dev=/dev/nvme0n1
+
+identify() {
+	# identify EXPECTED_SIZE_BYTES EXPECTED_MDTS EXPECTED_DBBC(0|1)
+	nvme list
+	nvme id-ctrl /dev/nvme0 > /tmp/idc
+	grep -E '^(vid|ssvid|mn|fr|mdts|oacs|sgls|sqes|cqes|nn|subnqn) ' /tmp/idc
+	check "the namespace block device exists" test -b $dev
+	check "namespace size is $1" test "$(blockdev --getsize64 $dev)" = "$1"
+	check "model is Linux" grep -q '^mn *: Linux' /tmp/idc
+	check "mdts is $2" grep -qE "^mdts *: $2\$" /tmp/idc
+	local oacs sgls
+	oacs=$(awk '/^oacs /{print $3}' /tmp/idc)
+	sgls=$(awk '/^sgls /{print $3}' /tmp/idc)
+	check "OACS DBBC bit is $3 (oacs=$oacs)" test $(( (oacs >> 8) & 1 )) -eq "$3"
+	check "SGLs supported (sgls=$sgls)" test $(( sgls & 3 )) -ne 0
+	check "the guest uses several I/O queues" \
+		test "$(ls -d /sys/block/nvme0n1/mq/* | wc -l)" -ge 2
+}
+
+fio_verify() {
+	# fio_verify BS: randrw with crc32c verify over the whole namespace
+	fio --name=verify --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randrw --bs="$1" --iodepth=16 --numjobs=2 --size=64M \
+		--offset_increment=64M --verify=crc32c --verify_fatal=1 \
+		--do_verify=1 --group_reporting --output-format=terse \
+		--terse-version=3 > /tmp/fio.out 2>&1
+	local rc=$?
+	cat /tmp/fio.out | cut -c1-300
+	check "fio randrw bs=$1 verify=crc32c: status $rc" test $rc -eq 0
+	check "fio reported 0 errors" \
+		test "$(awk -F';' '{print $5}' /tmp/fio.out | head -1)" = 0
+}
+
+big_io() {
+	# big_io: 1 MiB direct I/O, written and read back
+	local bs=1M
+	echo 1024 > /sys/block/nvme0n1/queue/max_sectors_kb 2>/dev/null
+	head -c 4M /dev/urandom > /tmp/pattern
+	check "1 MiB writes" dd if=/tmp/pattern of=$dev bs=$bs oflag=direct status=none
+	check "1 MiB reads" dd if=$dev of=/tmp/back bs=$bs count=4 iflag=direct status=none
+	check "data read back matches" cmp /tmp/pattern /tmp/back
+	cat /sys/block/nvme0n1/queue/max_sectors_kb /sys/module/nvme/parameters/sgl_threshold
+}
+
+mkfs_write() {
+	check "mkfs.ext4" mkfs.ext4 -q -F $dev
+	mkdir -p /tmp/mnt
+	check "mount" mount $dev /tmp/mnt
+	head -c 8M /dev/urandom > /tmp/mnt/blob
+	sha256sum /tmp/mnt/blob | awk '{print $1}' > /tmp/mnt/blob.sha256
+	echo hello-from-guest > /tmp/mnt/hello
+	check "sync" sync
+	check "umount" umount /tmp/mnt
+	cat /tmp/mnt/blob.sha256 2>/dev/null
+}
+
+mount_check() {
+	mkdir -p /tmp/mnt
+	check "mount after reboot" mount $dev /tmp/mnt
+	check "file content survived" grep -qx hello-from-guest /tmp/mnt/hello
+	check "blob checksum survived" \
+		test "$(sha256sum /tmp/mnt/blob | awk '{print $1}')" = "$(cat /tmp/mnt/blob.sha256)"
+	umount /tmp/mnt
+}
+
+"$@"
+# A clean shutdown of the controller (CC.SHN) happens at power-off.

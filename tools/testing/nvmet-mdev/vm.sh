@@ -1,0 +1,128 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot build/bzImage in QEMU and run one command inside as root.
+#
+#   vm.sh [options] -- command [args...]
+#   vm.sh --interactive
+#
+# Outside a VM this starts the TCG "host VM" (-cpu max: it sees AMD SVM, so
+# KVM works inside it).  Inside the host VM, "vm.sh --guest" starts a nested
+# KVM guest (-cpu qemu64) with the same kernel.  Either way the root file
+# system is the current "/" shared read-only over 9p, so the repository and
+# every installed tool are visible at the same paths.
+#
+# The console is streamed to stdout.  The exit status is the command's, but
+# a kernel splat (BUG, WARNING, Oops, KASAN, UBSAN, lockdep, RCU stall,
+# hung task, soft lockup, ...) in the VM's log fails the run (status 99),
+# and a VM that died before reporting a status gives 98.
+#
+# Options:
+#   --smp N          vCPUs (default 1; see the README on TCG and 2 vCPUs)
+#   --mem SIZE       memory (default 4G for the host VM, 1G for a guest)
+#   --timeout SEC    kill the VM after SEC seconds (default 900)
+#   --guest          nested KVM guest (run inside the host VM)
+#   --mdev UUID      attach an mdev with vfio-pci (guest only; repeatable)
+#   --iommufd        attach mdevs through iommufd instead of the container
+#   --append ARGS    extra kernel command line
+#   --log FILE       also write the console to FILE
+#   --keep-going     report splats but keep the command's status
+#   --interactive    a shell on the console instead of a command
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../../.." && pwd)
+
+smp=1 mem= timeout=900 guest=0 append= log= interactive=0 iommufd=0 keep_going=0
+kernel=${NVMET_MDEV_KERNEL:-$top/build/bzImage}
+mdevs=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--smp) smp=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--guest) guest=1; shift ;;
+	--mdev) mdevs+=("$2"); shift 2 ;;
+	--iommufd) iommufd=1; shift ;;
+	--append) append="$append $2"; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	--keep-going) keep_going=1; shift ;;
+	--interactive) interactive=1; shift ;;
+	--) shift; break ;;
+	*) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+if [ $interactive -eq 0 ] && [ $# -eq 0 ]; then
+	echo "usage: vm.sh [options] -- command [args...] | vm.sh --interactive" >&2
+	exit 2
+fi
+[ -r "$kernel" ] || { echo "vm.sh: no kernel at $kernel (make kernel)" >&2; exit 2; }
+
+run=$(mktemp -d "${TMPDIR:-/tmp}/nvmet-mdev-vm.XXXXXX")
+cleanup() { rm -rf "$run"; }
+trap cleanup EXIT
+
+# The command, with the caller's working directory and test environment.
+{
+	echo "cd $(printf %q "$PWD") 2>/dev/null || cd /"
+	env | grep -E '^(NVMET_MDEV_[A-Z_]*|SEED|CI)=' | sed 's/^/export /; s/=\(.*\)/=\x27\1\x27/'
+	printf '%q ' "$@"
+	echo
+} > "$run/cmd"
+
+if [ $guest -eq 1 ]; then
+	accel="-accel kvm -cpu qemu64"
+	mem=${mem:-1G}
+	echo nvmet-mdev-guest > "$run/hostname"
+else
+	accel="-accel tcg,thread=multi,tb-size=256 -cpu max"
+	mem=${mem:-4G}
+	echo nvmet-mdev-host > "$run/hostname"
+fi
+
+cmdline="console=ttyS0 loglevel=6 root=root rootfstype=9p"
+cmdline="$cmdline rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro"
+cmdline="$cmdline init=$here/init.sh panic=-1 nokaslr"
+cmdline="$cmdline mitigations=off tsc=reliable hung_task_panic=0 $append"
+[ $interactive -eq 1 ] && cmdline="$cmdline nvmet_mdev.interactive=1"
+
+args=(
+	$accel -smp "$smp" -m "$mem" -machine q35 -nodefaults -no-reboot
+	-display none -monitor none
+	-kernel "$kernel" -append "$cmdline"
+	-device virtio-rng-pci
+	-virtfs "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
+	-virtfs "local,path=$run,mount_tag=run,security_model=none"
+)
+if [ ${#mdevs[@]} -gt 0 ]; then
+	[ $iommufd -eq 1 ] && args+=(-object iommufd,id=iommufd0)
+	for u in "${mdevs[@]}"; do
+		dev="vfio-pci,sysfsdev=/sys/bus/mdev/devices/$u"
+		[ $iommufd -eq 1 ] && dev="$dev,iommufd=iommufd0"
+		args+=(-device "$dev")
+	done
+fi
+
+if [ $interactive -eq 1 ]; then
+	exec qemu-system-x86_64 "${args[@]}" -serial mon:stdio
+fi
+
+console=$run/console
+timeout --foreground -k 10 "$timeout" \
+	qemu-system-x86_64 "${args[@]}" -serial stdio </dev/null 2>&1 |
+	tee "$console" ${log:+"$log"}
+qemu_rc=${PIPESTATUS[0]}
+
+splats=$("$here/splat-scan.sh" "$console" "$run/dmesg")
+if [ -f "$run/rc" ]; then
+	rc=$(cat "$run/rc")
+else
+	echo "vm.sh: the VM died before the command finished (qemu status $qemu_rc)" >&2
+	rc=98
+fi
+if [ -n "$splats" ]; then
+	echo "vm.sh: kernel splat detected:" >&2
+	echo "$splats" | sed 's/^/vm.sh:   /' >&2
+	[ $keep_going -eq 1 ] || rc=99
+fi
+exit "$rc"
