@@ -23,6 +23,7 @@
 #include <linux/mutex.h>
 #include <linux/nvme.h>
 #include <linux/nvmet-mdev.h>
+#include <linux/pci_regs.h>
 #include <linux/vfio.h>
 #include <linux/xarray.h>
 
@@ -51,6 +52,10 @@ struct nvmet_mdev_port {
  */
 int nvmet_mdev_port_subsysnqn(struct nvmet_mdev_port *port, const char *want,
 			      char *nqn);
+extern struct mdev_driver nvmet_mdev_driver;	/* vfio.c */
+/* The class of the mdev parent devices; main.c calls these at init/exit. */
+int nvmet_mdev_port_init(void);
+void nvmet_mdev_port_exit(void);
 
 /* ------------------------------------------------------------------ */
 /* Per-mdev tunables: sysfs attributes, writable while not open.      */
@@ -74,6 +79,14 @@ struct nvmet_mdev_pci {
 	u32	bar_size[PCI_STD_NUM_BARS];	/* 0: BAR not implemented */
 };
 
+/* Reset the config space to its power-on state; ctrl->lock held or probe. */
+void nvmet_mdev_pci_init(struct nvmet_mdev_ctrl *ctrl);
+/* Any offset and length within NVMET_MDEV_CFG_SIZE; ctrl->lock held. */
+void nvmet_mdev_pci_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
+			 u32 count);
+void nvmet_mdev_pci_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
+			  const void *buf, u32 count);
+
 /* ------------------------------------------------------------------ */
 /* irq.c: interrupts, as wired by VFIO_DEVICE_SET_IRQS                 */
 
@@ -83,8 +96,19 @@ struct nvmet_mdev_irqs {
 	struct eventfd_ctx	*msix[NVMET_MDEV_MAX_VECTORS];
 	struct eventfd_ctx	*intx;
 	bool			intx_masked;
+	bool			intx_pending;	/* raised while masked */
+	struct eventfd_ctx	*err;		/* never signalled */
 	struct eventfd_ctx	*req;		/* unplug request */
 };
+
+void nvmet_mdev_irq_init(struct nvmet_mdev_ctrl *ctrl);
+/* Number of vectors of VFIO IRQ index @index; ctrl->lock held. */
+u32 nvmet_mdev_irq_count(struct nvmet_mdev_ctrl *ctrl, u32 index);
+long nvmet_mdev_set_irqs(struct nvmet_mdev_ctrl *ctrl, unsigned long arg);
+/* Drop every eventfd (close_device); ctrl->lock held. */
+void nvmet_mdev_irq_release_all(struct nvmet_mdev_ctrl *ctrl);
+/* Signal the unplug request eventfd; returns false if there is none. */
+bool nvmet_mdev_irq_request(struct nvmet_mdev_ctrl *ctrl);
 
 /* ------------------------------------------------------------------ */
 /* The controller: one per mdev                                        */

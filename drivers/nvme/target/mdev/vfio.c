@@ -1,0 +1,770 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * NVMe target vfio mediated device (mdev) transport: the mdev driver and
+ * the vfio device a user space VMM (QEMU's vfio-pci) drives.
+ *
+ * Regions follow the vfio-pci layout: config space, BAR0 (controller
+ * registers, then the doorbell page, which may be mmapped), BAR4 (MSI-X
+ * table and PBA, which the VMM emulates).  The region index lives in the
+ * top bits of the file offset.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ctype.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "priv.h"
+
+#define NVMET_MDEV_REGION_SHIFT		40
+#define NVMET_MDEV_REGION_OFFSET(i)	((u64)(i) << NVMET_MDEV_REGION_SHIFT)
+#define NVMET_MDEV_REGION_MASK		(NVMET_MDEV_REGION_OFFSET(1) - 1)
+
+/* The doorbell page can only be mmapped where it is a whole page. */
+#define NVMET_MDEV_DB_MMAP	(NVMET_MDEV_DB_SIZE / PAGE_SIZE == 1 && \
+				 IS_ALIGNED(NVMET_MDEV_DB_OFFSET, PAGE_SIZE))
+
+/* ------------------------------------------------------------------ */
+/* Region accesses                                                     */
+
+static int nvmet_mdev_cfg_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
+			     size_t count, u64 off, bool write)
+{
+	u8 tmp[64];
+	size_t done = 0;
+
+	if (off >= NVMET_MDEV_CFG_SIZE || count > NVMET_MDEV_CFG_SIZE - off)
+		return -EINVAL;
+
+	while (done < count) {
+		u32 n = min_t(size_t, count - done, sizeof(tmp));
+
+		if (write) {
+			if (copy_from_user(tmp, ubuf + done, n))
+				return -EFAULT;
+			nvmet_mdev_pci_write(ctrl, off + done, tmp, n);
+		} else {
+			nvmet_mdev_pci_read(ctrl, off + done, tmp, n);
+			if (copy_to_user(ubuf + done, tmp, n))
+				return -EFAULT;
+		}
+		done += n;
+	}
+	return 0;
+}
+
+/* BAR accesses: one naturally aligned 1, 2, 4 or 8 byte access. */
+static bool nvmet_mdev_bar_access_ok(u64 off, size_t count, u32 size)
+{
+	if (count != 1 && count != 2 && count != 4 && count != 8)
+		return false;
+	return off < size && count <= size - off && IS_ALIGNED(off, count);
+}
+
+static int nvmet_mdev_bar0_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
+			      size_t count, u64 off, bool write)
+{
+	u64 val = 0;
+	int ret = 0;
+
+	if (!nvmet_mdev_bar_access_ok(off, count, NVMET_MDEV_BAR0_SIZE))
+		return -EINVAL;
+
+	/* Past the doorbell page: reserved, reads zero, writes ignored. */
+	if (off >= NVMET_MDEV_DB_OFFSET + NVMET_MDEV_DB_SIZE) {
+		if (!write && copy_to_user(ubuf, &val, count))
+			return -EFAULT;
+		return 0;
+	}
+
+	if (write && copy_from_user(&val, ubuf, count))
+		return -EFAULT;
+
+	mutex_lock(&ctrl->lock);
+	if (write)
+		ret = nvmet_mdev_regs_write(ctrl, off, &val, count);
+	else
+		ret = nvmet_mdev_regs_read(ctrl, off, &val, count);
+	mutex_unlock(&ctrl->lock);
+	if (ret)
+		return ret;
+
+	if (!write && copy_to_user(ubuf, &val, count))
+		return -EFAULT;
+	return 0;
+}
+
+static int nvmet_mdev_bar4_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
+			      size_t count, u64 off, bool write)
+{
+	u64 zero = 0;
+
+	/* The VMM emulates the MSI-X table; ours reads zero. */
+	if (!nvmet_mdev_bar_access_ok(off, count, NVMET_MDEV_MSIX_BAR_SIZE))
+		return -EINVAL;
+	if (!write && copy_to_user(ubuf, &zero, count))
+		return -EFAULT;
+	return 0;
+}
+
+static ssize_t nvmet_mdev_rw(struct vfio_device *vdev, char __user *ubuf,
+			     size_t count, loff_t *ppos, bool write)
+{
+	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
+	u64 pos = *ppos, off = pos & NVMET_MDEV_REGION_MASK;
+	int ret;
+
+	switch (pos >> NVMET_MDEV_REGION_SHIFT) {
+	case VFIO_PCI_CONFIG_REGION_INDEX:
+		mutex_lock(&ctrl->lock);
+		ret = nvmet_mdev_cfg_rw(ctrl, ubuf, count, off, write);
+		mutex_unlock(&ctrl->lock);
+		break;
+	case VFIO_PCI_BAR0_REGION_INDEX:
+		ret = nvmet_mdev_bar0_rw(ctrl, ubuf, count, off, write);
+		break;
+	case VFIO_PCI_BAR0_REGION_INDEX + NVMET_MDEV_MSIX_BAR:
+		ret = nvmet_mdev_bar4_rw(ctrl, ubuf, count, off, write);
+		break;
+	default:
+		ret = -EINVAL;
+		break;
+	}
+
+	return ret ? ret : count;
+}
+
+static ssize_t nvmet_mdev_read(struct vfio_device *vdev, char __user *ubuf,
+			       size_t count, loff_t *ppos)
+{
+	return nvmet_mdev_rw(vdev, ubuf, count, ppos, false);
+}
+
+static ssize_t nvmet_mdev_write(struct vfio_device *vdev,
+				const char __user *ubuf, size_t count,
+				loff_t *ppos)
+{
+	/* The buffer is only read from; the helpers share one signature. */
+	return nvmet_mdev_rw(vdev, (char __user *)ubuf, count, ppos, true);
+}
+
+/* ------------------------------------------------------------------ */
+/* The doorbell page mapping                                           */
+
+static vm_fault_t nvmet_mdev_db_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct nvmet_mdev_ctrl *ctrl = vma->vm_private_data;
+	vm_fault_t ret;
+
+	/*
+	 * Map the page before waking the queue threads: a thread that zaps
+	 * the mapping again after this will be woken by the next fault.
+	 */
+	ret = vmf_insert_pfn(vma, vmf->address, page_to_pfn(ctrl->db_page));
+	nvmet_mdev_doorbell_kick(ctrl);
+	return ret;
+}
+
+static const struct vm_operations_struct nvmet_mdev_db_vm_ops = {
+	.fault = nvmet_mdev_db_fault,
+};
+
+static int nvmet_mdev_mmap(struct vfio_device *vdev, struct vm_area_struct *vma)
+{
+	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
+	u64 db = NVMET_MDEV_REGION_OFFSET(VFIO_PCI_BAR0_REGION_INDEX) +
+		 NVMET_MDEV_DB_OFFSET;
+
+	if (!NVMET_MDEV_DB_MMAP || !ctrl->db_page)
+		return -EINVAL;
+	if (vma->vm_pgoff != db >> PAGE_SHIFT ||
+	    vma->vm_end - vma->vm_start != NVMET_MDEV_DB_SIZE)
+		return -EINVAL;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+
+	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_ops = &nvmet_mdev_db_vm_ops;
+	vma->vm_private_data = ctrl;
+	return 0;
+}
+
+/**
+ * nvmet_mdev_doorbell_zap() - unmap the doorbell page from user space
+ * @ctrl: the controller
+ *
+ * The next user access to the page faults, which wakes the queue threads
+ * and maps the page again.
+ */
+void nvmet_mdev_doorbell_zap(struct nvmet_mdev_ctrl *ctrl)
+{
+	if (!NVMET_MDEV_DB_MMAP)
+		return;
+	unmap_mapping_range(ctrl->vdev.inode->i_mapping,
+			    NVMET_MDEV_REGION_OFFSET(VFIO_PCI_BAR0_REGION_INDEX) +
+			    NVMET_MDEV_DB_OFFSET, NVMET_MDEV_DB_SIZE, true);
+}
+
+/* ------------------------------------------------------------------ */
+/* ioctls                                                              */
+
+static int nvmet_mdev_get_region_info_caps(struct vfio_device *vdev,
+					   struct vfio_region_info *info,
+					   struct vfio_info_cap *caps)
+{
+	struct vfio_region_info_cap_sparse_mmap *sparse;
+	size_t size;
+	int ret;
+
+	if (info->index >= VFIO_PCI_NUM_REGIONS)
+		return -EINVAL;
+
+	info->offset = NVMET_MDEV_REGION_OFFSET(info->index);
+	info->flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+
+	switch (info->index) {
+	case VFIO_PCI_CONFIG_REGION_INDEX:
+		info->size = NVMET_MDEV_CFG_SIZE;
+		return 0;
+	case VFIO_PCI_BAR0_REGION_INDEX + NVMET_MDEV_MSIX_BAR:
+		info->size = NVMET_MDEV_MSIX_BAR_SIZE;
+		return 0;
+	case VFIO_PCI_BAR0_REGION_INDEX:
+		info->size = NVMET_MDEV_BAR0_SIZE;
+		break;
+	default:
+		info->size = 0;
+		info->flags = 0;
+		return 0;
+	}
+
+	if (!NVMET_MDEV_DB_MMAP)
+		return 0;
+
+	/* Only the doorbell page of BAR0 can be mmapped. */
+	size = struct_size(sparse, areas, 1);
+	sparse = kzalloc(size, GFP_KERNEL);
+	if (!sparse)
+		return -ENOMEM;
+	sparse->header.id = VFIO_REGION_INFO_CAP_SPARSE_MMAP;
+	sparse->header.version = 1;
+	sparse->nr_areas = 1;
+	sparse->areas[0].offset = NVMET_MDEV_DB_OFFSET;
+	sparse->areas[0].size = NVMET_MDEV_DB_SIZE;
+	ret = vfio_info_add_capability(caps, &sparse->header, size);
+	kfree(sparse);
+	if (ret)
+		return ret;
+
+	info->flags |= VFIO_REGION_INFO_FLAG_MMAP;
+	return 0;
+}
+
+static long nvmet_mdev_get_info(unsigned long arg)
+{
+	unsigned long minsz = offsetofend(struct vfio_device_info, num_irqs);
+	struct vfio_device_info info;
+
+	if (copy_from_user(&info, (void __user *)arg, minsz))
+		return -EFAULT;
+	if (info.argsz < minsz)
+		return -EINVAL;
+
+	info.flags = VFIO_DEVICE_FLAGS_PCI | VFIO_DEVICE_FLAGS_RESET;
+	info.num_regions = VFIO_PCI_NUM_REGIONS;
+	info.num_irqs = VFIO_PCI_NUM_IRQS;
+
+	return copy_to_user((void __user *)arg, &info, minsz) ? -EFAULT : 0;
+}
+
+static long nvmet_mdev_get_irq_info(struct nvmet_mdev_ctrl *ctrl,
+				    unsigned long arg)
+{
+	unsigned long minsz = offsetofend(struct vfio_irq_info, count);
+	struct vfio_irq_info info;
+
+	if (copy_from_user(&info, (void __user *)arg, minsz))
+		return -EFAULT;
+	if (info.argsz < minsz || info.index >= VFIO_PCI_NUM_IRQS)
+		return -EINVAL;
+
+	info.flags = VFIO_IRQ_INFO_EVENTFD;
+	if (info.index == VFIO_PCI_INTX_IRQ_INDEX)
+		info.flags |= VFIO_IRQ_INFO_MASKABLE | VFIO_IRQ_INFO_AUTOMASKED;
+	else
+		info.flags |= VFIO_IRQ_INFO_NORESIZE;
+	info.count = nvmet_mdev_irq_count(ctrl, info.index);
+
+	return copy_to_user((void __user *)arg, &info, minsz) ? -EFAULT : 0;
+}
+
+static long nvmet_mdev_ioctl(struct vfio_device *vdev, unsigned int cmd,
+			     unsigned long arg)
+{
+	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
+	long ret;
+
+	switch (cmd) {
+	case VFIO_DEVICE_GET_INFO:
+		return nvmet_mdev_get_info(arg);
+	case VFIO_DEVICE_GET_IRQ_INFO:
+		return nvmet_mdev_get_irq_info(ctrl, arg);
+	case VFIO_DEVICE_SET_IRQS:
+		mutex_lock(&ctrl->lock);
+		ret = nvmet_mdev_set_irqs(ctrl, arg);
+		mutex_unlock(&ctrl->lock);
+		return ret;
+	case VFIO_DEVICE_RESET:
+		mutex_lock(&ctrl->lock);
+		nvmet_mdev_ctrl_reset(ctrl);
+		mutex_unlock(&ctrl->lock);
+		return 0;
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* vfio_device_ops                                                     */
+
+static int nvmet_mdev_init_dev(struct vfio_device *vdev)
+{
+	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
+	struct mdev_device *mdev = to_mdev_device(vdev->dev);
+	struct nvmet_mdev_params *p = &ctrl->params;
+	char uuid[UUID_STRING_LEN + 1];
+	int ret;
+
+	ctrl->mdev = mdev;
+	ctrl->port = container_of(mdev->type, struct nvmet_mdev_port, type);
+	mutex_init(&ctrl->lock);
+	nvmet_mdev_irq_init(ctrl);
+
+	p->nr_io_queues = NVMET_MDEV_DEF_IO_QUEUES;
+	p->max_queue_entries = NVMET_MDEV_DEF_QUEUE_ENTRIES;
+	p->mdts = NVMET_MDEV_DEF_MDTS;
+	p->shadow_doorbells = true;
+	p->poll_idle_us = NVMET_MDEV_DEF_POLL_IDLE_US;
+
+	/* The host is the mdev: its NQN and host ID come from the UUID. */
+	snprintf(uuid, sizeof(uuid), "%pUl", &mdev->uuid);
+	snprintf(ctrl->hostnqn, sizeof(ctrl->hostnqn),
+		 "nqn.2014-08.org.nvmexpress:uuid:%s", uuid);
+	ret = uuid_parse(uuid, &ctrl->hostid);
+	if (ret)
+		goto out_destroy;
+
+	nvmet_mdev_pci_init(ctrl);
+
+	ret = nvmet_mdev_ctrl_init(ctrl);
+	if (ret)
+		goto out_destroy;
+	return 0;
+
+out_destroy:
+	mutex_destroy(&ctrl->lock);
+	return ret;
+}
+
+static void nvmet_mdev_release_dev(struct vfio_device *vdev)
+{
+	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
+
+	nvmet_mdev_ctrl_uninit(ctrl);
+	mutex_destroy(&ctrl->lock);
+}
+
+static int nvmet_mdev_open_device(struct vfio_device *vdev)
+{
+	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
+	int ret;
+
+	mutex_lock(&ctrl->lock);
+	/* Tunables may have changed since probe: power up afresh. */
+	nvmet_mdev_pci_init(ctrl);
+	ret = nvmet_mdev_ctrl_open(ctrl);
+	if (!ret)
+		ctrl->open = true;
+	mutex_unlock(&ctrl->lock);
+	return ret;
+}
+
+static void nvmet_mdev_close_device(struct vfio_device *vdev)
+{
+	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
+
+	mutex_lock(&ctrl->lock);
+	nvmet_mdev_ctrl_close(ctrl);
+	nvmet_mdev_irq_release_all(ctrl);
+	ctrl->open = false;
+	mutex_unlock(&ctrl->lock);
+}
+
+static void nvmet_mdev_request(struct vfio_device *vdev, unsigned int count)
+{
+	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
+
+	if (nvmet_mdev_irq_request(ctrl))
+		return;
+	if (!count)
+		dev_notice(vdev->dev,
+			   "No device request channel registered, blocked until released by user\n");
+}
+
+static void nvmet_mdev_vfio_dma_unmap(struct vfio_device *vdev, u64 iova,
+				      u64 length)
+{
+	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
+
+	mutex_lock(&ctrl->lock);
+	nvmet_mdev_dma_unmap(ctrl, iova, length);
+	mutex_unlock(&ctrl->lock);
+}
+
+static const struct vfio_device_ops nvmet_mdev_dev_ops = {
+	.name			= "vfio-nvmet-mdev",
+	.init			= nvmet_mdev_init_dev,
+	.release		= nvmet_mdev_release_dev,
+	.open_device		= nvmet_mdev_open_device,
+	.close_device		= nvmet_mdev_close_device,
+	.read			= nvmet_mdev_read,
+	.write			= nvmet_mdev_write,
+	.ioctl			= nvmet_mdev_ioctl,
+	.get_region_info_caps	= nvmet_mdev_get_region_info_caps,
+	.mmap			= nvmet_mdev_mmap,
+	.request		= nvmet_mdev_request,
+	.dma_unmap		= nvmet_mdev_vfio_dma_unmap,
+	.bind_iommufd		= vfio_iommufd_emulated_bind,
+	.unbind_iommufd		= vfio_iommufd_emulated_unbind,
+	.attach_ioas		= vfio_iommufd_emulated_attach_ioas,
+	.detach_ioas		= vfio_iommufd_emulated_detach_ioas,
+};
+
+/* ------------------------------------------------------------------ */
+/* Per-mdev sysfs tunables, writable while the device is not open     */
+
+static struct nvmet_mdev_ctrl *dev_to_ctrl(struct device *dev)
+{
+	return dev_get_drvdata(dev);
+}
+
+enum nvmet_mdev_uint_param {
+	NVMET_MDEV_P_NR_IO_QUEUES,
+	NVMET_MDEV_P_MAX_QUEUE_ENTRIES,
+	NVMET_MDEV_P_MDTS,
+	NVMET_MDEV_P_POLL_IDLE_US,
+};
+
+static const struct {
+	u32	min;
+	u32	max;
+} nvmet_mdev_param_range[] = {
+	[NVMET_MDEV_P_NR_IO_QUEUES]	= { 1, NVMET_MDEV_MAX_IO_QUEUES },
+	[NVMET_MDEV_P_MAX_QUEUE_ENTRIES] = { 16, NVMET_MDEV_MAX_QUEUE_ENTRIES },
+	[NVMET_MDEV_P_MDTS]		= { 1, NVMET_MDEV_MAX_MDTS },
+	[NVMET_MDEV_P_POLL_IDLE_US]	= { 0, USEC_PER_SEC },
+};
+
+static u32 nvmet_mdev_param_get(struct nvmet_mdev_params *p,
+				enum nvmet_mdev_uint_param which)
+{
+	switch (which) {
+	case NVMET_MDEV_P_NR_IO_QUEUES:
+		return p->nr_io_queues;
+	case NVMET_MDEV_P_MAX_QUEUE_ENTRIES:
+		return p->max_queue_entries;
+	case NVMET_MDEV_P_MDTS:
+		return p->mdts;
+	case NVMET_MDEV_P_POLL_IDLE_US:
+		return p->poll_idle_us;
+	}
+	return 0;
+}
+
+static void nvmet_mdev_param_set(struct nvmet_mdev_params *p,
+				 enum nvmet_mdev_uint_param which, u32 val)
+{
+	switch (which) {
+	case NVMET_MDEV_P_NR_IO_QUEUES:
+		p->nr_io_queues = val;
+		break;
+	case NVMET_MDEV_P_MAX_QUEUE_ENTRIES:
+		p->max_queue_entries = val;
+		break;
+	case NVMET_MDEV_P_MDTS:
+		p->mdts = val;
+		break;
+	case NVMET_MDEV_P_POLL_IDLE_US:
+		p->poll_idle_us = val;
+		break;
+	}
+}
+
+static ssize_t nvmet_mdev_param_show(struct device *dev, char *buf,
+				     enum nvmet_mdev_uint_param which)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+	u32 val;
+
+	mutex_lock(&ctrl->lock);
+	val = nvmet_mdev_param_get(&ctrl->params, which);
+	mutex_unlock(&ctrl->lock);
+	return sysfs_emit(buf, "%u\n", val);
+}
+
+/* Parse a value in the parameter's range and store it under the lock. */
+static ssize_t nvmet_mdev_param_store(struct device *dev, const char *buf,
+				      size_t count,
+				      enum nvmet_mdev_uint_param which)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+	u32 val;
+	int ret;
+
+	ret = kstrtou32(buf, 0, &val);
+	if (ret)
+		return ret;
+	if (val < nvmet_mdev_param_range[which].min ||
+	    val > nvmet_mdev_param_range[which].max)
+		return -EINVAL;
+
+	mutex_lock(&ctrl->lock);
+	if (ctrl->open) {
+		ret = -EBUSY;
+	} else {
+		nvmet_mdev_param_set(&ctrl->params, which, val);
+		ret = count;
+	}
+	mutex_unlock(&ctrl->lock);
+	return ret;
+}
+
+static ssize_t nr_io_queues_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	return nvmet_mdev_param_show(dev, buf, NVMET_MDEV_P_NR_IO_QUEUES);
+}
+
+static ssize_t nr_io_queues_store(struct device *dev,
+				  struct device_attribute *attr,
+				  const char *buf, size_t count)
+{
+	return nvmet_mdev_param_store(dev, buf, count,
+				      NVMET_MDEV_P_NR_IO_QUEUES);
+}
+static DEVICE_ATTR_RW(nr_io_queues);
+
+static ssize_t max_queue_entries_show(struct device *dev,
+				      struct device_attribute *attr, char *buf)
+{
+	return nvmet_mdev_param_show(dev, buf, NVMET_MDEV_P_MAX_QUEUE_ENTRIES);
+}
+
+static ssize_t max_queue_entries_store(struct device *dev,
+				       struct device_attribute *attr,
+				       const char *buf, size_t count)
+{
+	return nvmet_mdev_param_store(dev, buf, count,
+				      NVMET_MDEV_P_MAX_QUEUE_ENTRIES);
+}
+static DEVICE_ATTR_RW(max_queue_entries);
+
+static ssize_t mdts_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	return nvmet_mdev_param_show(dev, buf, NVMET_MDEV_P_MDTS);
+}
+
+static ssize_t mdts_store(struct device *dev, struct device_attribute *attr,
+			  const char *buf, size_t count)
+{
+	return nvmet_mdev_param_store(dev, buf, count, NVMET_MDEV_P_MDTS);
+}
+static DEVICE_ATTR_RW(mdts);
+
+static ssize_t poll_idle_us_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	return nvmet_mdev_param_show(dev, buf, NVMET_MDEV_P_POLL_IDLE_US);
+}
+
+static ssize_t poll_idle_us_store(struct device *dev,
+				  struct device_attribute *attr,
+				  const char *buf, size_t count)
+{
+	return nvmet_mdev_param_store(dev, buf, count,
+				      NVMET_MDEV_P_POLL_IDLE_US);
+}
+static DEVICE_ATTR_RW(poll_idle_us);
+
+static ssize_t shadow_doorbells_show(struct device *dev,
+				     struct device_attribute *attr, char *buf)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+	bool val;
+
+	mutex_lock(&ctrl->lock);
+	val = ctrl->params.shadow_doorbells;
+	mutex_unlock(&ctrl->lock);
+	return sysfs_emit(buf, "%d\n", val);
+}
+
+static ssize_t shadow_doorbells_store(struct device *dev,
+				      struct device_attribute *attr,
+				      const char *buf, size_t count)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+	bool val;
+	int ret;
+
+	ret = kstrtobool(buf, &val);
+	if (ret)
+		return ret;
+
+	mutex_lock(&ctrl->lock);
+	if (ctrl->open) {
+		ret = -EBUSY;
+	} else {
+		ctrl->params.shadow_doorbells = val;
+		ret = count;
+	}
+	mutex_unlock(&ctrl->lock);
+	return ret;
+}
+static DEVICE_ATTR_RW(shadow_doorbells);
+
+static ssize_t subsysnqn_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+	ssize_t ret;
+
+	mutex_lock(&ctrl->lock);
+	ret = sysfs_emit(buf, "%s\n", ctrl->params.subsysnqn);
+	mutex_unlock(&ctrl->lock);
+	return ret;
+}
+
+static ssize_t subsysnqn_store(struct device *dev,
+			       struct device_attribute *attr,
+			       const char *buf, size_t count)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+	size_t len = strcspn(buf, "\n");
+	size_t i;
+	int ret;
+
+	/* Empty: the port's only subsystem.  Otherwise a printable NQN. */
+	if (len >= NVMF_NQN_SIZE)
+		return -EINVAL;
+	for (i = 0; i < len; i++)
+		if (!isgraph(buf[i]))
+			return -EINVAL;
+
+	mutex_lock(&ctrl->lock);
+	if (ctrl->open) {
+		ret = -EBUSY;
+	} else {
+		memcpy(ctrl->params.subsysnqn, buf, len);
+		ctrl->params.subsysnqn[len] = '\0';
+		ret = count;
+	}
+	mutex_unlock(&ctrl->lock);
+	return ret;
+}
+static DEVICE_ATTR_RW(subsysnqn);
+
+static ssize_t hostnqn_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%s\n", dev_to_ctrl(dev)->hostnqn);
+}
+static DEVICE_ATTR_RO(hostnqn);
+
+static struct attribute *nvmet_mdev_attrs[] = {
+	&dev_attr_nr_io_queues.attr,
+	&dev_attr_max_queue_entries.attr,
+	&dev_attr_mdts.attr,
+	&dev_attr_shadow_doorbells.attr,
+	&dev_attr_poll_idle_us.attr,
+	&dev_attr_subsysnqn.attr,
+	&dev_attr_hostnqn.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(nvmet_mdev);
+
+/* ------------------------------------------------------------------ */
+/* The mdev driver                                                     */
+
+static int nvmet_mdev_probe(struct mdev_device *mdev)
+{
+	struct nvmet_mdev_ctrl *ctrl;
+	int ret;
+
+	ctrl = vfio_alloc_device(nvmet_mdev_ctrl, vdev, &mdev->dev,
+				 &nvmet_mdev_dev_ops);
+	if (IS_ERR(ctrl))
+		return PTR_ERR(ctrl);
+
+	dev_set_drvdata(&mdev->dev, ctrl);
+	ret = vfio_register_emulated_iommu_dev(&ctrl->vdev);
+	if (ret) {
+		dev_set_drvdata(&mdev->dev, NULL);
+		vfio_put_device(&ctrl->vdev);
+		return ret;
+	}
+	return 0;
+}
+
+static void nvmet_mdev_remove(struct mdev_device *mdev)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_get_drvdata(&mdev->dev);
+
+	/* Blocks until the user closed the device; see ->request. */
+	vfio_unregister_group_dev(&ctrl->vdev);
+	dev_set_drvdata(&mdev->dev, NULL);
+	vfio_put_device(&ctrl->vdev);
+}
+
+static ssize_t nvmet_mdev_show_description(struct mdev_type *mtype, char *buf)
+{
+	return sysfs_emit(buf,
+			  "NVMe controller of an nvmet port\n"
+			  "nr_io_queues=%u (1-%u)\n"
+			  "max_queue_entries=%u (16-%u)\n"
+			  "mdts=%u (1-%u)\n"
+			  "shadow_doorbells=1\n"
+			  "poll_idle_us=%u\n",
+			  NVMET_MDEV_DEF_IO_QUEUES, NVMET_MDEV_MAX_IO_QUEUES,
+			  NVMET_MDEV_DEF_QUEUE_ENTRIES,
+			  NVMET_MDEV_MAX_QUEUE_ENTRIES,
+			  NVMET_MDEV_DEF_MDTS, NVMET_MDEV_MAX_MDTS,
+			  NVMET_MDEV_DEF_POLL_IDLE_US);
+}
+
+struct mdev_driver nvmet_mdev_driver = {
+	.device_api		= VFIO_DEVICE_API_PCI_STRING,
+	.max_instances		= NVMET_MDEV_MAX_INSTANCES,
+	.driver = {
+		.name		= "nvmet-mdev",
+		.owner		= THIS_MODULE,
+		.mod_name	= KBUILD_MODNAME,
+		.dev_groups	= nvmet_mdev_groups,
+	},
+	.probe			= nvmet_mdev_probe,
+	.remove			= nvmet_mdev_remove,
+	.show_description	= nvmet_mdev_show_description,
+};
+
+int nvmet_mdev_register_driver(void)
+{
+	return mdev_register_driver(&nvmet_mdev_driver);
+}
+
+void nvmet_mdev_unregister_driver(void)
+{
+	mdev_unregister_driver(&nvmet_mdev_driver);
+}
