@@ -73,54 +73,56 @@ static inline void client_close(struct client *c)
 				  (depth), (irqs)));			\
 } while (0)
 
-/* Status checks that print the status by name when they fail. */
-#define EXPECT_STATUS(expected, status) do {				\
-	int __s = (status);						\
-	EXPECT_EQ((expected), nvme_sc(__s)) {				\
-		TH_LOG("status %s, expected %#x", nvme_status_str(__s),	\
-		       (expected));					\
-	}								\
-} while (0)
+/*
+ * Status checks.  They expand to a harness EXPECT/ASSERT, so an optional
+ * { TH_LOG(...); } block may follow, and print the status by name when
+ * they fail.  Never put a bare { block } right after any EXPECT_*():
+ * the harness takes it as the failure handler.
+ */
+static inline int __status_check(int status, int expected)
+{
+	if (nvme_sc(status) != expected)
+		fprintf(TH_LOG_STREAM, "#      status %s, expected %#x\n",
+			nvme_status_str(status), expected);
+	return nvme_sc(status);
+}
 
-#define ASSERT_STATUS(expected, status) do {				\
-	int __s = (status);						\
-	ASSERT_EQ((expected), nvme_sc(__s)) {				\
-		TH_LOG("status %s, expected %#x", nvme_status_str(__s),	\
-		       (expected));					\
-	}								\
-} while (0)
-
+#define EXPECT_STATUS(expected, status) \
+	EXPECT_EQ((expected), __status_check((status), (expected)))
+#define ASSERT_STATUS(expected, status) \
+	ASSERT_EQ((expected), __status_check((status), (expected)))
 #define ASSERT_OK(status) ASSERT_STATUS(NVME_SC_SUCCESS, (status))
 #define EXPECT_OK(status) EXPECT_STATUS(NVME_SC_SUCCESS, (status))
 
 /* The status is one of a short list (an uncertain expectation). */
-static inline bool status_in(int status, const int *list, size_t n)
+static inline bool __status_in(int status, const int *list, size_t n,
+			       const char *names)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (nvme_sc(status) == list[i])
 			return true;
+	fprintf(TH_LOG_STREAM, "#      status %s not in { %s }\n",
+		nvme_status_str(status), names);
 	return false;
 }
 
-#define EXPECT_STATUS_IN(status, ...) do {				\
-	int __s = (status);						\
-	const int __l[] = { __VA_ARGS__ };				\
-	EXPECT_TRUE(status_in(__s, __l, sizeof(__l) / sizeof(__l[0]))) { \
-		TH_LOG("status %s not in { %s }", nvme_status_str(__s),	\
-		       #__VA_ARGS__);					\
-	}								\
-} while (0)
+#define EXPECT_STATUS_IN(status, ...)					\
+	EXPECT_TRUE(__status_in((status), (const int[]){ __VA_ARGS__ },	\
+		sizeof((const int[]){ __VA_ARGS__ }) / sizeof(int),	\
+		#__VA_ARGS__))
 
-/* A command the device must fail (any error status, not a timeout). */
-#define EXPECT_ERROR_STATUS(status) do {				\
-	int __s = (status);						\
-	EXPECT_TRUE(__s > 0) {						\
-		TH_LOG("status %s, expected an error status",		\
-		       nvme_status_str(__s));				\
-	}								\
-} while (0)
+/* A command the device must fail: an error status, not a timeout. */
+static inline bool __status_error(int status)
+{
+	if (status <= 0)
+		fprintf(TH_LOG_STREAM, "#      status %s, expected an error status\n",
+			nvme_status_str(status));
+	return status > 0;
+}
+
+#define EXPECT_ERROR_STATUS(status) EXPECT_TRUE(__status_error(status))
 
 static inline const char *client_backing(void)
 {

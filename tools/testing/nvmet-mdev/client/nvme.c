@@ -137,24 +137,44 @@ uint32_t nvme_db_offset(struct nvme_ctrl *ctrl, uint16_t qid, bool cq)
 	return NVME_REG_DBS + (2 * qid + (cq ? 1 : 0)) * ctrl->db_stride;
 }
 
-static void ring(struct nvme_ctrl *ctrl, uint32_t off, uint32_t val)
+static void ring(struct nvme_ctrl *ctrl, uint16_t qid, bool cq, uint32_t val)
 {
+	uint32_t off = nvme_db_offset(ctrl, qid, cq);
+	unsigned int idx = (off - NVME_REG_DBS) / 4;
+
 	/* SQ entries / consumed CQ entries must be visible first. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (ctrl->dbbuf_on && qid && idx < NVME_PAGE_SIZE / 4) {
+		volatile uint32_t *shadow = ctrl->dbbuf_db.va;
+		volatile uint32_t *ei = ctrl->dbbuf_ei.va;
+		uint32_t old = shadow[idx];
+		bool force = idx < 2 * NVME_MAX_QUEUES && ctrl->dbbuf_force[idx];
+
+		shadow[idx] = val;
+		/* The shadow write before the EventIdx read (Linux: mb()). */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (force)
+			ctrl->dbbuf_force[idx] = false;
+		else if (!nvme_dbbuf_need_event(ei[idx], val, old)) {
+			ctrl->dbbuf_skipped++;
+			return;
+		}
+		ctrl->dbbuf_mmio++;
+	}
 	if (ctrl->db)
-		ctrl->db[(off - NVME_REG_DBS) / 4] = val;
+		ctrl->db[idx] = val;
 	else
 		nvme_write32(ctrl, off, val);
 }
 
 void nvme_ring_sq(struct nvme_ctrl *ctrl, uint16_t qid, uint32_t tail)
 {
-	ring(ctrl, nvme_db_offset(ctrl, qid, false), tail);
+	ring(ctrl, qid, false, tail);
 }
 
 void nvme_ring_cq(struct nvme_ctrl *ctrl, uint16_t qid, uint32_t head)
 {
-	ring(ctrl, nvme_db_offset(ctrl, qid, true), head);
+	ring(ctrl, qid, true, head);
 }
 
 /* ---- Init ---- */
@@ -228,6 +248,7 @@ void nvme_forget_queues(struct nvme_ctrl *ctrl)
 	}
 	ctrl->sq[0].live = false;
 	ctrl->cq[0].live = false;
+	ctrl->dbbuf_on = false;	/* a reset forgets the shadow doorbells */
 }
 
 void nvme_ctrl_fini(struct nvme_ctrl *ctrl)
@@ -240,6 +261,8 @@ void nvme_ctrl_fini(struct nvme_ctrl *ctrl)
 	nvme_dma_free(ctrl, &ctrl->cq[0].mem);
 	nvme_dma_free(ctrl, &ctrl->scratch);
 	nvme_dma_free(ctrl, &ctrl->prp_pool);
+	nvme_dma_free(ctrl, &ctrl->dbbuf_db);
+	nvme_dma_free(ctrl, &ctrl->dbbuf_ei);
 	if (ctrl->db_map)
 		munmap(ctrl->db_map, ctrl->db_map_len);
 	ctrl->db = NULL;
@@ -562,6 +585,55 @@ int nvme_get_features(struct nvme_ctrl *ctrl, uint8_t fid, uint8_t sel,
 	return ret;
 }
 
+int nvme_dbbuf_config(struct nvme_ctrl *ctrl)
+{
+	struct nvme_sqe sqe = { .opcode = nvme_admin_dbbuf };
+	int ret;
+
+	if (!ctrl->dbbuf_db.va) {
+		ret = nvme_dma_alloc(ctrl, NVME_PAGE_SIZE, &ctrl->dbbuf_db);
+		if (ret)
+			return ret;
+	}
+	if (!ctrl->dbbuf_ei.va) {
+		ret = nvme_dma_alloc(ctrl, NVME_PAGE_SIZE, &ctrl->dbbuf_ei);
+		if (ret)
+			return ret;
+	}
+	memset(ctrl->dbbuf_db.va, 0, NVME_PAGE_SIZE);
+	memset(ctrl->dbbuf_ei.va, 0, NVME_PAGE_SIZE);
+	sqe.prp1 = ctrl->dbbuf_db.iova;
+	sqe.prp2 = ctrl->dbbuf_ei.iova;
+	ret = nvme_admin(ctrl, &sqe, NULL);
+	if (ret == 0) {
+		unsigned int i;
+		uint32_t *shadow = ctrl->dbbuf_db.va;
+
+		/*
+		 * Live queues: the shadow starts at their current values, and
+		 * their next update also goes to BAR0 (their EventIdx is not
+		 * published yet).
+		 */
+		memset(ctrl->dbbuf_force, 0, sizeof(ctrl->dbbuf_force));
+		for (i = 1; i < NVME_MAX_QUEUES; i++) {
+			unsigned int s = (nvme_db_offset(ctrl, i, false) - NVME_REG_DBS) / 4;
+			unsigned int c = (nvme_db_offset(ctrl, i, true) - NVME_REG_DBS) / 4;
+
+			if (ctrl->sq[i].live) {
+				shadow[s] = ctrl->sq[i].tail;
+				ctrl->dbbuf_force[s] = true;
+			}
+			if (ctrl->cq[i].live) {
+				shadow[c] = ctrl->cq[i].head;
+				ctrl->dbbuf_force[c] = true;
+			}
+		}
+		ctrl->dbbuf_on = true;
+		ctrl->dbbuf_mmio = ctrl->dbbuf_skipped = 0;
+	}
+	return ret;
+}
+
 int nvme_create_cq_raw(struct nvme_ctrl *ctrl, uint16_t qid, uint16_t qsize0,
 		       uint64_t prp1, uint16_t flags, uint16_t vector)
 {
@@ -598,6 +670,14 @@ int nvme_delete_queue(struct nvme_ctrl *ctrl, bool cq, uint16_t qid)
 	return nvme_admin(ctrl, &sqe, NULL);
 }
 
+/* A new queue starts at 0 in the shadow doorbell page too. */
+static void dbbuf_reset_entry(struct nvme_ctrl *ctrl, uint16_t qid, bool cq)
+{
+	if (ctrl->dbbuf_on)
+		((uint32_t *)ctrl->dbbuf_db.va)[(nvme_db_offset(ctrl, qid, cq) -
+						 NVME_REG_DBS) / 4] = 0;
+}
+
 int nvme_create_cq(struct nvme_ctrl *ctrl, uint16_t cqid, uint16_t depth,
 		   bool irq, uint16_t vector)
 {
@@ -606,6 +686,7 @@ int nvme_create_cq(struct nvme_ctrl *ctrl, uint16_t cqid, uint16_t depth,
 
 	if (!cqid || cqid >= NVME_MAX_QUEUES)
 		return -EINVAL;
+	dbbuf_reset_entry(ctrl, cqid, true);
 	ret = alloc_queue(ctrl, cq, depth, sizeof(struct nvme_cqe));
 	if (ret)
 		return ret;
@@ -626,6 +707,7 @@ int nvme_create_sq(struct nvme_ctrl *ctrl, uint16_t sqid, uint16_t depth,
 
 	if (!sqid || sqid >= NVME_MAX_QUEUES || cqid >= NVME_MAX_QUEUES)
 		return -EINVAL;
+	dbbuf_reset_entry(ctrl, sqid, false);
 	ret = alloc_queue(ctrl, sq, depth, sizeof(struct nvme_sqe));
 	if (ret)
 		return ret;

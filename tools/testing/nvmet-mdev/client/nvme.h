@@ -509,6 +509,14 @@ struct nvme_ctrl {
 	uint64_t	nsze;
 	uint32_t	lba_shift;
 
+	/* Shadow doorbells (Doorbell Buffer Config), used for I/O queues. */
+	bool		dbbuf_on;
+	struct nvme_dma	dbbuf_db;	/* shadow doorbell page (PRP1) */
+	struct nvme_dma	dbbuf_ei;	/* EventIdx page (PRP2) */
+	unsigned long	dbbuf_mmio;	/* doorbell updates written to BAR0 */
+	unsigned long	dbbuf_skipped;	/* updates EventIdx let us skip */
+	bool		dbbuf_force[2 * NVME_MAX_QUEUES]; /* next update to BAR0 */
+
 	struct nvme_dma	scratch;	/* one page for identify etc. */
 	struct nvme_dma	prp_pool;	/* PRP/SGL list pages */
 	unsigned int	prp_next;
@@ -579,6 +587,18 @@ int nvme_set_features(struct nvme_ctrl *ctrl, uint8_t fid, uint32_t dw11,
 		      uint32_t *result);
 int nvme_get_features(struct nvme_ctrl *ctrl, uint8_t fid, uint8_t sel,
 		      uint32_t dw11, uint32_t *result);
+/*
+ * Doorbell Buffer Config with our own shadow/EventIdx pages; on success
+ * I/O queue doorbells go through the shadow page and BAR0 is written only
+ * when the EventIdx asks for it (as the Linux driver does).
+ */
+int nvme_dbbuf_config(struct nvme_ctrl *ctrl);
+/* The Linux nvme_dbbuf_need_event() rule. */
+static inline bool nvme_dbbuf_need_event(uint16_t event_idx, uint16_t new_idx,
+					 uint16_t old)
+{
+	return (uint16_t)(new_idx - event_idx - 1) < (uint16_t)(new_idx - old);
+}
 /* Create I/O CQ/SQ with explicit fields (the queue memory comes from us). */
 int nvme_create_cq_raw(struct nvme_ctrl *ctrl, uint16_t qid, uint16_t qsize0,
 		       uint64_t prp1, uint16_t flags, uint16_t vector);
