@@ -32,6 +32,7 @@
 struct nvmet_mdev_ctrl;
 struct nvmet_mdev_sq;
 struct nvmet_mdev_cq;
+struct nvmet_mdev_dp;
 
 /* ------------------------------------------------------------------ */
 /* port.c: one mdev parent per nvmet port with addr_trtype "mdev"      */
@@ -137,16 +138,19 @@ struct nvmet_mdev_ctrl {
 	/* controller (regs.c, ctrl.c, queue.c, mem.c, prp.c, dbbuf.c) */
 	struct nvmet_ctrl	*tctrl;		/* NULL while CC.EN = 0 */
 	struct page		*db_page;	/* BAR0 doorbells, mmap-able */
+	__le32			*db;		/* page_address(db_page) */
 	struct {
 		u64	cap;
 		u32	vs;
-		u32	intms;
+		u32	intms;		/* INTMS/INTMC mask, for INTx */
 		u32	cc;
-		u32	csts;
+		u32	csts;		/* also set by queue threads: atomic */
 		u32	aqa;
 		u64	asq;
 		u64	acq;
 	} regs;
+	/* queues, pins, shadow doorbells: see datapath.h */
+	struct nvmet_mdev_dp	*dp;
 };
 
 static inline struct nvmet_mdev_ctrl *vdev_to_ctrl(struct vfio_device *vdev)

@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * NVMe target vfio mediated device (mdev) transport: the controller.
+ *
+ * The nvmet controller (tctrl) exists while CC.EN = 1: it is allocated
+ * when the guest enables the controller and released when the guest
+ * disables or shuts it down, resets the function, or closes the device.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/slab.h>
+
+#include "datapath.h"
+
+/* CAP.TO: worst case time to become ready, in 500 ms units (as nvmet). */
+#define NVMET_MDEV_CAP_TO	15
+
+static u16 nvmet_mdev_mqes(struct nvmet_mdev_ctrl *ctrl)
+{
+	int port_max = ctrl->port->nport->max_queue_size;
+	u32 n = ctrl->params.max_queue_entries;
+
+	/* nvmet limits CAP.MQES to the port's max_queue_size. */
+	if (port_max <= 0)
+		port_max = NVMET_MAX_QUEUE_SIZE;
+	n = min3(n, (u32)port_max, (u32)NVMET_MAX_QUEUE_SIZE);
+	return max(n, 2U) - 1;
+}
+
+/**
+ * nvmet_mdev_regs_reset() - controller registers to their reset values
+ * @ctrl: the controller, disabled
+ *
+ * AQA, ASQ and ACQ keep their values (CC.EN reset); a function level
+ * reset clears them separately.
+ */
+void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl)
+{
+	ctrl->regs.cap = nvmet_mdev_mqes(ctrl) |
+		BIT_ULL(16) |		/* CAP.CQR */
+		((u64)NVMET_MDEV_CAP_TO << 24) |
+		((u64)(NVME_CAP_CSS_NVM | NVME_CAP_CSS_CSI) << 37);
+	if (!ctrl->regs.vs)
+		ctrl->regs.vs = NVMET_DEFAULT_VS;
+	ctrl->regs.intms = 0;
+	ctrl->regs.cc = 0;
+	WRITE_ONCE(ctrl->regs.csts, 0);
+	memset(ctrl->db, 0, NVMET_MDEV_DB_SIZE);
+}
+
+/**
+ * nvmet_mdev_ctrl_fatal() - report a controller fatal status (CSTS.CFS)
+ * @ctrl: the controller; any context
+ *
+ * The host is expected to reset the controller.
+ */
+void nvmet_mdev_ctrl_fatal(struct nvmet_mdev_ctrl *ctrl)
+{
+	nvmet_mdev_csts_set(ctrl, NVME_CSTS_CFS, 0);
+}
+
+static bool nvmet_mdev_cc_valid(struct nvmet_mdev_ctrl *ctrl)
+{
+	u32 cc = ctrl->regs.cc, aqa = ctrl->regs.aqa;
+	u8 css = nvmet_cc_css(cc) << NVME_CC_CSS_SHIFT;
+
+	if (nvmet_cc_iosqes(cc) != NVME_NVM_IOSQES ||
+	    nvmet_cc_iocqes(cc) != NVME_NVM_IOCQES ||
+	    nvmet_cc_mps(cc) != 0 || nvmet_cc_ams(cc) != 0 ||
+	    (css != NVME_CC_CSS_NVM && css != NVME_CC_CSS_CSI))
+		return false;
+	/* Admin queues of 2 to 4096 entries, page aligned. */
+	if (!(aqa & 0xfff) || !((aqa >> 16) & 0xfff))
+		return false;
+	if ((ctrl->regs.asq | ctrl->regs.acq) & (SZ_4K - 1))
+		return false;
+	return true;
+}
+
+/**
+ * nvmet_mdev_ctrl_enable() - CC.EN 0 -> 1
+ * @ctrl: the controller (ctrl->lock held), regs.cc already updated
+ *
+ * Creates the nvmet controller and the admin queues.  CSTS.RDY is set by
+ * the admin queue thread once it has mapped the rings.
+ *
+ * Return: 0, or a negative errno after setting CSTS.CFS.
+ */
+int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_alloc_ctrl_args args = {};
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_port *nport = ctrl->port->nport;
+	char nqn[NVMF_NQN_SIZE + 1];
+	struct nvmet_ctrl *tctrl;
+	struct nvmet_sq *tsq;
+	u8 mdts;
+	int ret;
+
+	lockdep_assert_held(&ctrl->lock);
+	if (WARN_ON_ONCE(ctrl->tctrl))
+		return -EBUSY;
+
+	if (!nvmet_mdev_cc_valid(ctrl)) {
+		dev_info(&ctrl->vdev.device,
+			 "invalid controller configuration cc %#x aqa %#x\n",
+			 ctrl->regs.cc, ctrl->regs.aqa);
+		ret = -EINVAL;
+		goto fatal;
+	}
+
+	ret = nvmet_mdev_port_subsysnqn(ctrl->port, ctrl->params.subsysnqn,
+					nqn);
+	if (ret) {
+		dev_warn(&ctrl->vdev.device, "no subsystem to connect to\n");
+		goto fatal;
+	}
+
+	/* nvmet_alloc_ctrl() looks at the (unauthenticated, no TLS) SQ. */
+	tsq = kzalloc(sizeof(*tsq), GFP_KERNEL);
+	if (!tsq) {
+		ret = -ENOMEM;
+		goto fatal;
+	}
+	args.port = nport;
+	args.sq = tsq;
+	args.subsysnqn = nqn;
+	args.hostnqn = ctrl->hostnqn;
+	args.hostid = &ctrl->hostid;
+	args.ops = &nvmet_mdev_fabrics_ops;
+	tctrl = nvmet_alloc_ctrl(&args);
+	kfree(tsq);
+	if (!tctrl) {
+		dev_warn(&ctrl->vdev.device,
+			 "cannot create a controller for %s (status %#x)\n",
+			 nqn, args.status);
+		ret = -EINVAL;
+		goto fatal;
+	}
+	tctrl->drvdata = ctrl;
+
+	if (tctrl->pi_support) {
+		dev_warn(&ctrl->vdev.device,
+			 "protection information is not supported\n");
+		ret = -EOPNOTSUPP;
+		goto put;
+	}
+
+	dp->nr_io_queues = min(ctrl->params.nr_io_queues, tctrl->max_qid);
+	tctrl->max_qid = dp->nr_io_queues;
+	dp->mqes = min_t(u16, NVME_CAP_MQES(tctrl->cap),
+			 NVME_CAP_MQES(ctrl->regs.cap));
+	tctrl->cap = (tctrl->cap & ~0xffffULL) | dp->mqes;
+	tctrl->dbbuf_supported = ctrl->params.shadow_doorbells;
+
+	mdts = ctrl->params.mdts;
+	if (nport->mdts > 0 && nport->mdts < mdts)
+		mdts = nport->mdts;
+	dp->mdts = mdts;
+	dp->max_xfer = (size_t)SZ_4K << mdts;
+
+	dp->coal_thr = 0;
+	dp->coal_time = 0;
+	dp->arb = 0;
+	dp->arb_lpw = 0;
+	dp->arb_mpw = 0;
+	dp->arb_hpw = 0;
+	bitmap_zero(dp->vec_cd, NVMET_MDEV_MAX_VECTORS);
+
+	ctrl->tctrl = tctrl;
+	ctrl->regs.vs = tctrl->subsys->ver;
+
+	nvmet_update_cc(tctrl, ctrl->regs.cc);
+	if (!(tctrl->csts & NVME_CSTS_RDY)) {
+		ret = -EINVAL;
+		goto clear;
+	}
+
+	ret = nvmet_mdev_start_admin(ctrl);
+	if (ret)
+		goto clear;
+	return 0;
+
+clear:
+	ctrl->tctrl = NULL;
+	nvmet_update_cc(tctrl, 0);
+put:
+	nvmet_ctrl_put(tctrl);
+fatal:
+	nvmet_mdev_ctrl_fatal(ctrl);
+	return ret;
+}
+
+/**
+ * nvmet_mdev_ctrl_disable() - tear the controller down
+ * @ctrl: the controller (ctrl->lock held)
+ * @shutdown: CC.SHN was set: report the shutdown as complete
+ *
+ * Stops the queue threads, waits for the commands in flight, deletes the
+ * queues, drops every pin of guest memory and releases the nvmet
+ * controller.  The registers are left to the caller.
+ */
+void nvmet_mdev_ctrl_disable(struct nvmet_mdev_ctrl *ctrl, bool shutdown)
+{
+	struct nvmet_ctrl *tctrl = ctrl->tctrl;
+
+	lockdep_assert_held(&ctrl->lock);
+
+	if (tctrl) {
+		nvmet_mdev_stop_queues(ctrl);
+		nvmet_mdev_dbbuf_clear(ctrl);
+		nvmet_mdev_unpin_all(ctrl);
+		nvmet_update_cc(tctrl, ctrl->regs.cc & ~NVME_CC_ENABLE);
+		ctrl->tctrl = NULL;
+		nvmet_ctrl_put(tctrl);
+	}
+	if (shutdown)
+		nvmet_mdev_csts_set(ctrl, NVME_CSTS_SHST_CMPLT,
+				    NVME_CSTS_SHST_MASK);
+}
+
+static void nvmet_mdev_delete_work(struct work_struct *work)
+{
+	struct nvmet_mdev_dp *dp =
+		container_of(work, struct nvmet_mdev_dp, delete_work);
+	struct nvmet_mdev_ctrl *ctrl = dp->ctrl;
+
+	mutex_lock(&ctrl->lock);
+	if (ctrl->tctrl) {
+		dev_info(&ctrl->vdev.device, "controller deleted by nvmet\n");
+		nvmet_mdev_ctrl_disable(ctrl, false);
+		nvmet_mdev_ctrl_fatal(ctrl);
+	}
+	mutex_unlock(&ctrl->lock);
+}
+
+/* nvmet wants the controller gone (subsystem or port removed...). */
+static void nvmet_mdev_delete_ctrl(struct nvmet_ctrl *tctrl)
+{
+	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
+
+	/* Called under the subsystem lock: tear down from a work item. */
+	if (ctrl)
+		queue_work(nvmet_wq, &ctrl->dp->delete_work);
+}
+
+/* ------------------------------------------------------------------ */
+/* Life cycle, called by the device model                               */
+
+/**
+ * nvmet_mdev_ctrl_init() - allocate the controller state at probe
+ * @ctrl: the controller
+ *
+ * Return: 0 or a negative errno.
+ */
+int nvmet_mdev_ctrl_init(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_mdev_dp *dp;
+
+	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
+	if (!dp)
+		return -ENOMEM;
+	ctrl->db_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!ctrl->db_page) {
+		kfree(dp);
+		return -ENOMEM;
+	}
+	ctrl->db = page_address(ctrl->db_page);
+
+	dp->ctrl = ctrl;
+	mutex_init(&dp->qlock);
+	spin_lock_init(&dp->pause_lock);
+	init_waitqueue_head(&dp->pause_wq);
+	xa_init(&dp->pins);
+	INIT_WORK(&dp->delete_work, nvmet_mdev_delete_work);
+	ctrl->dp = dp;
+
+	ctrl->regs.aqa = 0;
+	ctrl->regs.asq = 0;
+	ctrl->regs.acq = 0;
+	nvmet_mdev_regs_reset(ctrl);
+	return 0;
+}
+
+/**
+ * nvmet_mdev_ctrl_uninit() - free the controller state at release
+ * @ctrl: the controller, closed
+ */
+void nvmet_mdev_ctrl_uninit(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+
+	cancel_work_sync(&dp->delete_work);
+	WARN_ON_ONCE(ctrl->tctrl);
+	WARN_ON_ONCE(!xa_empty(&dp->pins));
+	xa_destroy(&dp->pins);
+	mutex_destroy(&dp->qlock);
+	__free_page(ctrl->db_page);
+	ctrl->db_page = NULL;
+	ctrl->db = NULL;
+	kfree(dp);
+	ctrl->dp = NULL;
+}
+
+/**
+ * nvmet_mdev_ctrl_open() - the device is opened: power-on state
+ * @ctrl: the controller (ctrl->lock held)
+ *
+ * Return: 0.
+ */
+int nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl)
+{
+	ctrl->regs.aqa = 0;
+	ctrl->regs.asq = 0;
+	ctrl->regs.acq = 0;
+	ctrl->regs.vs = 0;
+	nvmet_mdev_regs_reset(ctrl);
+	return 0;
+}
+
+/**
+ * nvmet_mdev_ctrl_close() - the device is closed: stop everything
+ * @ctrl: the controller (ctrl->lock held)
+ */
+void nvmet_mdev_ctrl_close(struct nvmet_mdev_ctrl *ctrl)
+{
+	nvmet_mdev_ctrl_disable(ctrl, false);
+	nvmet_mdev_regs_reset(ctrl);
+}
+
+/**
+ * nvmet_mdev_ctrl_reset() - function level reset
+ * @ctrl: the controller (ctrl->lock held)
+ */
+void nvmet_mdev_ctrl_reset(struct nvmet_mdev_ctrl *ctrl)
+{
+	nvmet_mdev_ctrl_disable(ctrl, false);
+	ctrl->regs.aqa = 0;
+	ctrl->regs.asq = 0;
+	ctrl->regs.acq = 0;
+	nvmet_mdev_regs_reset(ctrl);
+}
+
+/* ------------------------------------------------------------------ */
+/* nvmet operations                                                     */
+
+static u8 nvmet_mdev_get_mdts(const struct nvmet_ctrl *tctrl)
+{
+	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
+
+	return ctrl ? ctrl->dp->mdts : 0;
+}
+
+static u16 nvmet_mdev_set_feature(const struct nvmet_ctrl *tctrl, u8 feat,
+				  void *data)
+{
+	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_feat_irq_coalesce *irqc;
+	struct nvmet_feat_irq_config *irqcfg;
+	struct nvmet_feat_arbitration *arb;
+
+	switch (feat) {
+	case NVME_FEAT_ARBITRATION:
+		/* Round robin only: the weights are stored and reported. */
+		arb = data;
+		WRITE_ONCE(dp->arb, arb->ab & 7);
+		WRITE_ONCE(dp->arb_lpw, arb->lpw);
+		WRITE_ONCE(dp->arb_mpw, arb->mpw);
+		WRITE_ONCE(dp->arb_hpw, arb->hpw);
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_IRQ_COALESCE:
+		irqc = data;
+		WRITE_ONCE(dp->coal_thr, irqc->thr);
+		WRITE_ONCE(dp->coal_time, irqc->time);
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_IRQ_CONFIG:
+		irqcfg = data;
+		if (irqcfg->iv > dp->nr_io_queues)
+			return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
+		if (irqcfg->cd)
+			set_bit(irqcfg->iv, dp->vec_cd);
+		else
+			clear_bit(irqcfg->iv, dp->vec_cd);
+		return NVME_SC_SUCCESS;
+	default:
+		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
+	}
+}
+
+static u16 nvmet_mdev_get_feature(const struct nvmet_ctrl *tctrl, u8 feat,
+				  void *data)
+{
+	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_feat_irq_coalesce *irqc;
+	struct nvmet_feat_irq_config *irqcfg;
+	struct nvmet_feat_arbitration *arb;
+
+	switch (feat) {
+	case NVME_FEAT_ARBITRATION:
+		arb = data;
+		arb->ab = READ_ONCE(dp->arb);
+		arb->lpw = READ_ONCE(dp->arb_lpw);
+		arb->mpw = READ_ONCE(dp->arb_mpw);
+		arb->hpw = READ_ONCE(dp->arb_hpw);
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_IRQ_COALESCE:
+		irqc = data;
+		irqc->thr = READ_ONCE(dp->coal_thr);
+		irqc->time = READ_ONCE(dp->coal_time);
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_IRQ_CONFIG:
+		irqcfg = data;
+		if (irqcfg->iv > dp->nr_io_queues)
+			return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
+		irqcfg->cd = test_bit(irqcfg->iv, dp->vec_cd);
+		return NVME_SC_SUCCESS;
+	default:
+		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
+	}
+}
+
+/*
+ * No get_max_queue_size: nvmet calls it before tctrl->drvdata is set, so
+ * it cannot see the per-mdev limit.  CAP.MQES is lowered right after
+ * nvmet_alloc_ctrl() instead, consistently with our CAP register.
+ */
+const struct nvmet_fabrics_ops nvmet_mdev_fabrics_ops = {
+	.owner			= THIS_MODULE,
+	.type			= NVMET_TRANSPORT_MDEV,
+	.msdbd			= 1,
+	.queue_response		= nvmet_mdev_queue_response,
+	.add_port		= nvmet_mdev_add_port,
+	.remove_port		= nvmet_mdev_remove_port,
+	.delete_ctrl		= nvmet_mdev_delete_ctrl,
+	.get_mdts		= nvmet_mdev_get_mdts,
+	.create_sq		= nvmet_mdev_create_sq,
+	.delete_sq		= nvmet_mdev_delete_sq,
+	.create_cq		= nvmet_mdev_create_cq,
+	.delete_cq		= nvmet_mdev_delete_cq,
+	.set_feature		= nvmet_mdev_set_feature,
+	.get_feature		= nvmet_mdev_get_feature,
+	.set_dbbuf		= nvmet_mdev_set_dbbuf,
+};

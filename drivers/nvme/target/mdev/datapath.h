@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * NVMe target vfio mediated device (mdev) transport: controller and data
+ * path internals shared by regs.c, ctrl.c, queue.c, mem.c, prp.c and
+ * dbbuf.c.
+ *
+ * Contexts and locking
+ * --------------------
+ * ctrl->lock (mutex, device model) serialises register writes, reset,
+ * open/close and dma_unmap.  Controller enable/disable run under it.
+ *
+ * Every SQ (admin SQ included) has a kthread that fetches and executes its
+ * commands.  Only these threads pin guest memory (vfio_pin_pages()), and
+ * they never hold ctrl->lock or any other lock that dma_unmap may wait
+ * for while doing so: the vfio type1 backend calls dma_unmap with its
+ * device_list_lock held, which it takes under its iommu->lock, the lock
+ * vfio_pin_pages() takes.  dma_unmap therefore excludes the threads with a
+ * lock-free pause protocol (pause_count, sq->parked) instead of a lock.
+ *
+ * dp->qlock (mutex) serialises creation and deletion of queues (admin
+ * thread, enable/disable); the queue arrays are read under RCU.
+ *
+ * cq->lock (spinlock, irqsave) protects a CQ's tail, phase, parked list
+ * and coalescing state; completions are posted from any context
+ * (process, softirq, hardirq).
+ *
+ * Lock order: ctrl->lock -> dp->qlock -> tctrl->lock / nvmet locks;
+ * cq->lock is innermost (only irq signalling is called under it).
+ */
+#ifndef _NVMET_MDEV_DATAPATH_H
+#define _NVMET_MDEV_DATAPATH_H
+
+#include <linux/hrtimer.h>
+#include <linux/kthread.h>
+#include <linux/llist.h>
+#include <linux/scatterlist.h>
+#include <linux/wait.h>
+
+#include "priv.h"
+
+/* Pin cache granule: one page of struct page pointers, 2 MiB with 4K pages. */
+#define NVMET_MDEV_CHUNK_PAGES	(PAGE_SIZE / sizeof(struct page *))
+#define NVMET_MDEV_CHUNK_SHIFT	(PAGE_SHIFT + ilog2(NVMET_MDEV_CHUNK_PAGES))
+
+/* Scatterlist entries embedded in each command; more come from sg pools. */
+#define NVMET_MDEV_INLINE_SG	8
+
+/* Data Block descriptors per command, and segments. */
+#define NVMET_MDEV_MAX_SGL_DESCS	256
+
+/* Commands in flight per admin SQ; the guest may queue more, we wait. */
+#define NVMET_MDEV_ADMIN_IODS	32
+
+/* Commands fetched from one SQ before the thread checks for other work. */
+#define NVMET_MDEV_SQ_BURST	64
+
+/* Asynchronous event information for Error status events (NVMe 2.0). */
+#define NVMET_MDEV_AER_INVALID_DB_REG	0x00
+#define NVMET_MDEV_AER_INVALID_DB_VALUE	0x01
+
+/**
+ * struct nvmet_mdev_gmap - guest memory mapped into kernel virtual space
+ * @vaddr: kernel address of @iova
+ * @vbase: address returned by vmap()
+ * @iova: guest I/O virtual address of the buffer
+ * @len: length of the buffer
+ *
+ * The pages stay pinned in the pin cache while mapped.
+ */
+struct nvmet_mdev_gmap {
+	void		*vaddr;
+	void		*vbase;
+	u64		iova;
+	size_t		len;
+};
+
+/**
+ * struct nvmet_mdev_iod - one command in flight
+ * @req: the nvmet request
+ * @cmd: private copy of the submission queue entry
+ * @cqe: completion entry filled by nvmet
+ * @sq: the submission queue the command came from
+ * @free_node: entry in the SQ's free list
+ * @parked: entry in the CQ's list of completions waiting for room
+ * @sgt: scatterlist over the guest data pages
+ * @has_data: @sgt holds data pages, counted in @sq->inflight
+ * @sgl: first scatterlist entries, embedded
+ */
+struct nvmet_mdev_iod {
+	struct nvmet_req	req;
+	struct nvme_command	cmd;
+	struct nvme_completion	cqe;
+	struct nvmet_mdev_sq	*sq;
+	union {
+		struct llist_node	free_node;
+		struct list_head	parked;
+	};
+	struct sg_table		sgt;
+	bool			has_data;
+	struct scatterlist	sgl[NVMET_MDEV_INLINE_SG];
+};
+
+struct nvmet_mdev_cq {
+	struct nvmet_cq		nvme_cq;
+	struct nvmet_mdev_ctrl	*ctrl;
+	struct nvmet_mdev_gmap	ring;
+	u64			iova;
+	u16			qid;
+	u16			size;		/* entries */
+	u16			vector;
+	bool			irq_enabled;
+
+	spinlock_t		lock;
+	struct nvme_completion	*cqes;		/* NULL: not mapped (yet) */
+	u16			tail;
+	u16			head;		/* last valid head doorbell */
+	bool			phase;
+	bool			dead;		/* ring gone: drop completions */
+	struct list_head	parked;		/* iods whose CQE did not fit */
+	u8			nr_coalesced;
+	struct hrtimer		coalesce_timer;
+	struct rcu_head		rcu;
+};
+
+struct nvmet_mdev_sq {
+	struct nvmet_sq		nvme_sq;
+	struct nvmet_mdev_ctrl	*ctrl;
+	struct nvmet_mdev_dp	*dp;
+	struct nvmet_mdev_cq	*cq;
+	struct nvmet_mdev_gmap	ring;
+	u64			iova;
+	struct nvme_command	*sqes;		/* NULL: not mapped (yet) */
+	u16			qid;
+	u16			size;		/* entries */
+	u16			head;		/* next entry to fetch */
+	u16			bad_db;		/* invalid value reported */
+	bool			broken;		/* stop fetching */
+
+	struct task_struct	*thread;
+	wait_queue_head_t	wq;
+	bool			kicked;
+	bool			parked;		/* dp->pause_lock */
+	bool			starved;	/* waiting for a free iod */
+
+	atomic_t		inflight;	/* commands holding data pages */
+	struct nvme_sgl_desc	*sgl_descs;	/* thread private, SGL parsing */
+	struct nvmet_mdev_iod	*iods;
+	unsigned int		nr_iods;
+	struct llist_head	free_iods;	/* returned from any context */
+	struct llist_node	*free_local;	/* thread private */
+	struct rcu_head		rcu;
+};
+
+/**
+ * struct nvmet_mdev_dp - controller state of the data path
+ */
+struct nvmet_mdev_dp {
+	struct nvmet_mdev_ctrl	*ctrl;
+	struct mutex		qlock;
+	struct nvmet_mdev_sq __rcu *sqs[NVMET_MDEV_MAX_IO_QUEUES + 1];
+	struct nvmet_mdev_cq __rcu *cqs[NVMET_MDEV_MAX_IO_QUEUES + 1];
+	u16			nr_io_queues;	/* as of enable */
+	u16			mqes;		/* CAP.MQES */
+	u8			mdts;		/* as reported in Identify */
+	size_t			max_xfer;	/* bytes, from mdts */
+
+	/* pausing queue threads: dma_unmap, Doorbell Buffer Config */
+	spinlock_t		pause_lock;
+	unsigned int		pause_count;
+	wait_queue_head_t	pause_wq;
+
+	/* pin cache: chunk index -> page array, tagged 1 if fully pinned */
+	struct xarray		pins;
+
+	/* shadow doorbells; sdb/eidx NULL when not configured */
+	struct nvmet_mdev_gmap	dbbuf_db;
+	struct nvmet_mdev_gmap	dbbuf_ei;
+	__le32			*sdb;
+	__le32			*eidx;
+
+	/* features */
+	u8			coal_thr;
+	u8			coal_time;
+	u8			arb;		/* Arbitration cdw11 byte 0 */
+	u8			arb_lpw, arb_mpw, arb_hpw;
+	DECLARE_BITMAP(vec_cd, NVMET_MDEV_MAX_VECTORS);
+
+	struct work_struct	delete_work;	/* ops->delete_ctrl */
+};
+
+/* ctrl.c */
+int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_ctrl_disable(struct nvmet_mdev_ctrl *ctrl, bool shutdown);
+void nvmet_mdev_ctrl_fatal(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl);
+
+static inline void nvmet_mdev_csts_set(struct nvmet_mdev_ctrl *ctrl, u32 set,
+				       u32 clear)
+{
+	u32 old = READ_ONCE(ctrl->regs.csts);
+
+	while (!try_cmpxchg(&ctrl->regs.csts, &old, (old & ~clear) | set))
+		;
+}
+
+/* queue.c */
+u16 nvmet_mdev_create_cq(struct nvmet_ctrl *tctrl, u16 cqid, u16 flags,
+			 u16 qsize, u64 prp1, u16 vector);
+u16 nvmet_mdev_delete_cq(struct nvmet_ctrl *tctrl, u16 cqid);
+u16 nvmet_mdev_create_sq(struct nvmet_ctrl *tctrl, u16 sqid, u16 cqid,
+			 u16 flags, u16 qsize, u64 prp1);
+u16 nvmet_mdev_delete_sq(struct nvmet_ctrl *tctrl, u16 sqid);
+void nvmet_mdev_queue_response(struct nvmet_req *req);
+int nvmet_mdev_start_admin(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_pause(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_sq *self);
+void nvmet_mdev_resume(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_db_write(struct nvmet_mdev_ctrl *ctrl, u32 off, u32 val);
+void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len);
+
+/* mem.c */
+int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
+			struct page **page);
+int nvmet_mdev_gmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, size_t len,
+		    struct nvmet_mdev_gmap *map);
+void nvmet_mdev_gunmap(struct nvmet_mdev_gmap *map);
+int nvmet_mdev_read_guest(struct nvmet_mdev_ctrl *ctrl, u64 iova, void *buf,
+			  size_t len);
+void nvmet_mdev_unpin_all(struct nvmet_mdev_ctrl *ctrl);
+
+static inline bool nvmet_mdev_gmap_overlaps(const struct nvmet_mdev_gmap *map,
+					    u64 iova, u64 len)
+{
+	return map->vbase && iova < map->iova + map->len &&
+		map->iova < iova + len;
+}
+
+/* prp.c */
+u16 nvmet_mdev_map_data(struct nvmet_mdev_iod *iod, size_t len);
+void nvmet_mdev_unmap_data(struct nvmet_mdev_iod *iod);
+
+/* dbbuf.c */
+u16 nvmet_mdev_set_dbbuf(struct nvmet_ctrl *tctrl, u64 prp1, u64 prp2);
+void nvmet_mdev_dbbuf_clear(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_dbbuf_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len);
+
+/* Doorbell slots, CAP.DSTRD = 0 */
+static inline unsigned int nvmet_mdev_sq_db_idx(u16 qid)
+{
+	return 2 * qid;
+}
+
+static inline unsigned int nvmet_mdev_cq_db_idx(u16 qid)
+{
+	return 2 * qid + 1;
+}
+
+/*
+ * Current value of a doorbell: the shadow doorbell of an I/O queue when the
+ * host configured Doorbell Buffer Config, else the BAR0 doorbell page.
+ * The Linux host only uses shadow doorbells for I/O queues, so the admin
+ * queue is always read from BAR0 (its EventIdx makes hosts that do use
+ * them for the admin queue write BAR0 too).
+ */
+static inline u32 nvmet_mdev_db_read(struct nvmet_mdev_ctrl *ctrl,
+				     unsigned int idx)
+{
+	__le32 *sdb = READ_ONCE(ctrl->dp->sdb);
+
+	if (sdb && idx > 1)
+		return le32_to_cpu(READ_ONCE(sdb[idx]));
+	return le32_to_cpu(READ_ONCE(ctrl->db[idx]));
+}
+
+static inline void nvmet_mdev_eventidx_write(struct nvmet_mdev_ctrl *ctrl,
+					     unsigned int idx, u32 val)
+{
+	__le32 *eidx = READ_ONCE(ctrl->dp->eidx);
+
+	if (eidx)
+		WRITE_ONCE(eidx[idx], cpu_to_le32(val));
+}
+
+#endif /* _NVMET_MDEV_DATAPATH_H */

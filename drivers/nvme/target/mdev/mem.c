@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * NVMe target vfio mediated device (mdev) transport: guest memory.
+ *
+ * Guest pages are pinned with vfio_pin_pages() on first use and stay
+ * pinned until the IOVA range is unmapped (dma_unmap), or the controller
+ * is disabled or closed, so the I/O fast path only looks pages up.  The
+ * cache is an xarray indexed by 2 MiB chunk of IOVA.  Each entry is a page
+ * sized array of struct page pointers: a chunk is pinned with a single
+ * vfio_pin_pages() call when the whole chunk is mapped (entry tagged 1),
+ * else page by page.  Unpinning uses the same granularity as pinning, as
+ * the iommufd backend requires.
+ *
+ * Only queue threads pin (see datapath.h): lookups and insertions there
+ * need no lock, and entries are only removed while every queue thread is
+ * paused or stopped.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/highmem.h>
+#include <linux/iommu.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "datapath.h"
+
+#define NVMET_MDEV_CHUNK_FULL	1
+
+static_assert(NVMET_MDEV_CHUNK_PAGES <= VFIO_PIN_PAGES_MAX_ENTRIES);
+
+static inline u64 nvmet_mdev_chunk_iova(unsigned long idx)
+{
+	return (u64)idx << NVMET_MDEV_CHUNK_SHIFT;
+}
+
+static struct page **nvmet_mdev_chunk_get(struct nvmet_mdev_ctrl *ctrl,
+					  unsigned long idx, bool *full)
+{
+	void *entry;
+	struct page **pages;
+	int ret;
+
+	entry = xa_load(&ctrl->dp->pins, idx);
+	if (entry) {
+		*full = xa_pointer_tag(entry) == NVMET_MDEV_CHUNK_FULL;
+		return xa_untag_pointer(entry);
+	}
+
+	pages = kzalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!pages)
+		return ERR_PTR(-ENOMEM);
+
+	/*
+	 * Try to pin the whole chunk at once.  This fails if part of it is
+	 * not mapped (or not writable); then pages are pinned one by one.
+	 */
+	ret = vfio_pin_pages(&ctrl->vdev, nvmet_mdev_chunk_iova(idx),
+			     NVMET_MDEV_CHUNK_PAGES, IOMMU_READ | IOMMU_WRITE,
+			     pages);
+	*full = ret == NVMET_MDEV_CHUNK_PAGES;
+	if (ret > 0 && !*full) {
+		/* Partial success should not happen; undo it. */
+		vfio_unpin_pages(&ctrl->vdev, nvmet_mdev_chunk_iova(idx), ret);
+	}
+	if (!*full)
+		memset(pages, 0, PAGE_SIZE);
+
+	entry = xa_tag_pointer(pages, *full ? NVMET_MDEV_CHUNK_FULL : 0);
+	entry = xa_cmpxchg(&ctrl->dp->pins, idx, NULL, entry, GFP_KERNEL);
+	if (!entry)
+		return pages;
+
+	/* Lost a race with another queue thread, or out of memory. */
+	if (*full)
+		vfio_unpin_pages(&ctrl->vdev, nvmet_mdev_chunk_iova(idx),
+				 NVMET_MDEV_CHUNK_PAGES);
+	kfree(pages);
+	if (xa_is_err(entry))
+		return ERR_PTR(xa_err(entry));
+	*full = xa_pointer_tag(entry) == NVMET_MDEV_CHUNK_FULL;
+	return xa_untag_pointer(entry);
+}
+
+/**
+ * nvmet_mdev_pin_page() - get the pinned page holding a guest address
+ * @ctrl: the controller
+ * @iova: guest I/O virtual address
+ * @page: the page, valid until the range is unmapped or the controller
+ *	disabled
+ *
+ * Queue thread context only (may sleep, takes vfio locks).
+ *
+ * Return: 0 or a negative errno if @iova is not mapped for DMA.
+ */
+int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
+			struct page **page)
+{
+	unsigned long idx = iova >> NVMET_MDEV_CHUNK_SHIFT;
+	unsigned int i = (iova >> PAGE_SHIFT) & (NVMET_MDEV_CHUNK_PAGES - 1);
+	struct page **pages;
+	struct page *p;
+	bool full;
+	int ret;
+
+	if (unlikely(idx != iova >> NVMET_MDEV_CHUNK_SHIFT))
+		return -EINVAL;	/* beyond unsigned long */
+
+	pages = nvmet_mdev_chunk_get(ctrl, idx, &full);
+	if (IS_ERR(pages))
+		return PTR_ERR(pages);
+
+	p = READ_ONCE(pages[i]);
+	if (likely(p)) {
+		*page = p;
+		return 0;
+	}
+	if (full)
+		return -EFAULT;	/* cannot happen */
+
+	ret = vfio_pin_pages(&ctrl->vdev, iova & PAGE_MASK, 1,
+			     IOMMU_READ | IOMMU_WRITE, &p);
+	if (ret != 1)
+		return ret < 0 ? ret : -EFAULT;
+
+	if (cmpxchg(&pages[i], NULL, p)) {
+		/* Another thread pinned it meanwhile. */
+		vfio_unpin_pages(&ctrl->vdev, iova & PAGE_MASK, 1);
+		p = READ_ONCE(pages[i]);
+	}
+	*page = p;
+	return 0;
+}
+
+static void nvmet_mdev_chunk_unpin(struct nvmet_mdev_ctrl *ctrl,
+				   unsigned long idx, void *entry)
+{
+	struct page **pages = xa_untag_pointer(entry);
+	u64 iova = nvmet_mdev_chunk_iova(idx);
+	unsigned int i;
+
+	if (xa_pointer_tag(entry) == NVMET_MDEV_CHUNK_FULL) {
+		vfio_unpin_pages(&ctrl->vdev, iova, NVMET_MDEV_CHUNK_PAGES);
+	} else {
+		for (i = 0; i < NVMET_MDEV_CHUNK_PAGES; i++)
+			if (pages[i])
+				vfio_unpin_pages(&ctrl->vdev,
+						 iova + ((u64)i << PAGE_SHIFT), 1);
+	}
+	kfree(pages);
+}
+
+/* Drop the pins of every chunk overlapping [first, last]; threads paused. */
+static void nvmet_mdev_unpin_range(struct nvmet_mdev_ctrl *ctrl,
+				   unsigned long first, unsigned long last)
+{
+	unsigned long idx;
+	void *entry;
+
+	xa_for_each_range(&ctrl->dp->pins, idx, entry, first, last) {
+		xa_erase(&ctrl->dp->pins, idx);
+		nvmet_mdev_chunk_unpin(ctrl, idx, entry);
+		cond_resched();
+	}
+}
+
+/**
+ * nvmet_mdev_unpin_all() - drop every pin
+ * @ctrl: the controller, with no queue thread running
+ */
+void nvmet_mdev_unpin_all(struct nvmet_mdev_ctrl *ctrl)
+{
+	nvmet_mdev_unpin_range(ctrl, 0, ULONG_MAX);
+}
+
+/**
+ * nvmet_mdev_gmap() - map a guest buffer contiguous in IOVA space
+ * @ctrl: the controller
+ * @iova: start of the buffer
+ * @len: its length, non-zero
+ * @map: filled in
+ *
+ * Pins the pages (queue thread context) and maps them contiguously into
+ * kernel virtual space, for queue rings and shadow doorbell buffers.
+ *
+ * Return: 0 or a negative errno.
+ */
+int nvmet_mdev_gmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, size_t len,
+		    struct nvmet_mdev_gmap *map)
+{
+	u64 first = iova >> PAGE_SHIFT, end;
+	unsigned int i, n;
+	struct page **pages;
+	void *vbase;
+	int ret;
+
+	if (!len || check_add_overflow(iova, (u64)len - 1, &end))
+		return -EINVAL;
+	n = (end >> PAGE_SHIFT) - first + 1;
+
+	pages = kmalloc_array(n, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		return -ENOMEM;
+
+	for (i = 0; i < n; i++) {
+		ret = nvmet_mdev_pin_page(ctrl, (first + i) << PAGE_SHIFT,
+					  &pages[i]);
+		if (ret)
+			goto out;
+	}
+
+	vbase = vmap(pages, n, VM_MAP, PAGE_KERNEL);
+	if (!vbase) {
+		ret = -ENOMEM;
+		goto out;
+	}
+
+	map->vbase = vbase;
+	map->vaddr = vbase + offset_in_page(iova);
+	map->iova = iova;
+	map->len = len;
+	ret = 0;
+out:
+	kfree(pages);
+	return ret;
+}
+
+/**
+ * nvmet_mdev_gunmap() - undo nvmet_mdev_gmap(), the pins stay cached
+ * @map: the mapping, may be unused (zeroed)
+ */
+void nvmet_mdev_gunmap(struct nvmet_mdev_gmap *map)
+{
+	if (map->vbase)
+		vunmap(map->vbase);
+	memset(map, 0, sizeof(*map));
+}
+
+/**
+ * nvmet_mdev_read_guest() - copy a small structure out of guest memory
+ * @ctrl: the controller
+ * @iova: guest address
+ * @buf: destination
+ * @len: length, may cross pages
+ *
+ * Queue thread context.  Used for PRP lists and SGL segments.
+ *
+ * Return: 0 or a negative errno if the range is not mapped.
+ */
+int nvmet_mdev_read_guest(struct nvmet_mdev_ctrl *ctrl, u64 iova, void *buf,
+			  size_t len)
+{
+	struct page *page;
+	size_t n;
+	int ret;
+
+	while (len) {
+		ret = nvmet_mdev_pin_page(ctrl, iova, &page);
+		if (ret)
+			return ret;
+		n = min_t(size_t, len, PAGE_SIZE - offset_in_page(iova));
+		memcpy_from_page(buf, page, offset_in_page(iova), n);
+		buf += n;
+		iova += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/**
+ * nvmet_mdev_dma_unmap() - the guest is unmapping [iova, iova + length)
+ * @ctrl: the controller, ctrl->lock held
+ * @iova: start of the range
+ * @length: its length
+ *
+ * Pauses the queue threads, waits for the commands holding guest data
+ * pages, drops the pins of the range and resumes.  Rings or shadow
+ * doorbell buffers in the range are unmapped first: the queues concerned
+ * stop (CSTS.CFS), the shadow doorbells fall back to BAR0 doorbells.
+ */
+void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	unsigned long first, last;
+	u64 end;
+
+	lockdep_assert_held(&ctrl->lock);
+
+	if (!length)
+		return;
+	if (check_add_overflow(iova, length - 1, &end))
+		end = U64_MAX;
+
+	first = iova >> NVMET_MDEV_CHUNK_SHIFT;
+	last = min_t(u64, end >> NVMET_MDEV_CHUNK_SHIFT, ULONG_MAX);
+	if (!xa_find(&dp->pins, &first, last, XA_PRESENT))
+		return;	/* nothing pinned there */
+
+	nvmet_mdev_pause(ctrl, NULL);
+	nvmet_mdev_dbbuf_unmap(ctrl, iova, length);
+	nvmet_mdev_unmap_queues(ctrl, iova, length);
+	nvmet_mdev_unpin_range(ctrl, iova >> NVMET_MDEV_CHUNK_SHIFT, last);
+	nvmet_mdev_resume(ctrl);
+}

@@ -1,0 +1,1053 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * NVMe target vfio mediated device (mdev) transport: queues.
+ *
+ * Every SQ has a kthread which polls the SQ tail doorbell (BAR0 doorbell
+ * page, or shadow doorbell), copies new entries out of the guest ring and
+ * submits them to nvmet.  After poll_idle_us without new commands it
+ * sleeps, using this protocol against lost wake-ups:
+ *
+ *	thread				guest / device model
+ *	kicked = false; mb
+ *	EventIdx = tail (shadow dbs); mb
+ *	zap the doorbell page		write doorbell (faults: page zapped)
+ *	re-check doorbells		fault handler: insert page, then kick
+ *	sleep until kicked		(trapped write: store, then kick)
+ *
+ * Completions are posted by nvmet_mdev_queue_response() from whatever
+ * context nvmet completes in.  When the CQ is full, completions are parked
+ * on the CQ and posted by the queue threads once the host moves the CQ head.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/sched/clock.h>
+#include <linux/slab.h>
+
+#include "datapath.h"
+
+/* ------------------------------------------------------------------ */
+/* Thread wake-ups and pausing                                          */
+
+static void nvmet_mdev_sq_kick(struct nvmet_mdev_sq *sq)
+{
+	WRITE_ONCE(sq->kicked, true);
+	wake_up(&sq->wq);
+}
+
+/**
+ * nvmet_mdev_doorbell_kick() - wake every queue thread of a controller
+ * @ctrl: the controller
+ *
+ * Called by the device model when the guest touches the zapped doorbell
+ * page, after the page has been mapped again.  Any process context.
+ */
+void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_mdev_sq *sq;
+	int qid;
+
+	rcu_read_lock();
+	for (qid = 0; qid <= NVMET_MDEV_MAX_IO_QUEUES; qid++) {
+		sq = rcu_dereference(dp->sqs[qid]);
+		if (sq)
+			nvmet_mdev_sq_kick(sq);
+	}
+	rcu_read_unlock();
+}
+
+/* Park the calling queue thread while the data path is paused. */
+static bool nvmet_mdev_sq_check_pause(struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_dp *dp = sq->dp;
+
+	if (likely(!READ_ONCE(dp->pause_count) && !sq->parked))
+		return false;
+
+	spin_lock(&dp->pause_lock);
+	if (!dp->pause_count) {
+		sq->parked = false;
+		spin_unlock(&dp->pause_lock);
+		return false;
+	}
+	sq->parked = true;
+	spin_unlock(&dp->pause_lock);
+
+	wake_up_all(&dp->pause_wq);
+	wait_event_idle(sq->wq, !READ_ONCE(dp->pause_count) ||
+			kthread_should_stop());
+	return true;
+}
+
+static bool nvmet_mdev_sq_is_parked(struct nvmet_mdev_sq *sq)
+{
+	bool parked;
+
+	spin_lock(&sq->dp->pause_lock);
+	parked = sq->parked || !sq->thread;
+	spin_unlock(&sq->dp->pause_lock);
+	return parked;
+}
+
+static void nvmet_mdev_wait_parked(struct nvmet_mdev_sq *sq, bool drain)
+{
+	struct nvmet_mdev_dp *dp = sq->dp;
+
+	nvmet_mdev_sq_kick(sq);
+	wait_event(dp->pause_wq, nvmet_mdev_sq_is_parked(sq));
+	if (drain)
+		wait_event(dp->pause_wq, !atomic_read(&sq->inflight));
+}
+
+/**
+ * nvmet_mdev_pause() - stop the queue threads between two commands
+ * @ctrl: the controller
+ * @self: the calling queue thread (admin SQ, Doorbell Buffer Config), or
+ *	NULL for dma_unmap (ctrl->lock held): then all threads are parked and
+ *	every command holding guest data pages has completed on return.
+ *
+ * Pauses nest; each one must be followed by nvmet_mdev_resume().
+ */
+void nvmet_mdev_pause(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_sq *self)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_mdev_sq *sq;
+	int qid;
+
+	spin_lock(&dp->pause_lock);
+	dp->pause_count++;
+	spin_unlock(&dp->pause_lock);
+
+	/* The admin thread creates and deletes queues: park it first. */
+	if (!self) {
+		sq = rcu_dereference_protected(dp->sqs[0],
+					       lockdep_is_held(&ctrl->lock));
+		if (sq)
+			nvmet_mdev_wait_parked(sq, true);
+	}
+
+	mutex_lock(&dp->qlock);
+	for (qid = 1; qid <= NVMET_MDEV_MAX_IO_QUEUES; qid++) {
+		sq = rcu_dereference_protected(dp->sqs[qid],
+					       lockdep_is_held(&dp->qlock));
+		if (sq && sq != self)
+			nvmet_mdev_wait_parked(sq, !self);
+	}
+	mutex_unlock(&dp->qlock);
+}
+
+/**
+ * nvmet_mdev_resume() - undo nvmet_mdev_pause()
+ * @ctrl: the controller
+ */
+void nvmet_mdev_resume(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+
+	spin_lock(&dp->pause_lock);
+	if (!WARN_ON_ONCE(!dp->pause_count))
+		dp->pause_count--;
+	spin_unlock(&dp->pause_lock);
+	nvmet_mdev_doorbell_kick(ctrl);
+}
+
+/* ------------------------------------------------------------------ */
+/* Commands                                                             */
+
+static struct nvmet_mdev_iod *nvmet_mdev_iod_get(struct nvmet_mdev_sq *sq)
+{
+	struct llist_node *node = sq->free_local;
+
+	if (!node) {
+		node = llist_del_all(&sq->free_iods);
+		if (!node)
+			return NULL;
+	}
+	sq->free_local = node->next;
+	return container_of(node, struct nvmet_mdev_iod, free_node);
+}
+
+/* Any context. */
+static void nvmet_mdev_iod_put(struct nvmet_mdev_iod *iod)
+{
+	struct nvmet_mdev_sq *sq = iod->sq;
+
+	llist_add(&iod->free_node, &sq->free_iods);
+	/* llist_add() is a full barrier, pairs with the thread's smp_mb() */
+	if (READ_ONCE(sq->starved))
+		nvmet_mdev_sq_kick(sq);
+}
+
+static void nvmet_mdev_async_error(struct nvmet_mdev_ctrl *ctrl, u8 info)
+{
+	if (ctrl->tctrl)
+		nvmet_add_async_event(ctrl->tctrl, NVME_AER_ERROR, info,
+				      NVME_LOG_ERROR);
+}
+
+/* Invalid value in a doorbell of an existing queue (queue thread). */
+static void nvmet_mdev_bad_db(struct nvmet_mdev_ctrl *ctrl, u16 qid,
+			      u16 *reported, u32 val)
+{
+	if (!qid) {
+		dev_warn_ratelimited(&ctrl->vdev.device,
+				     "invalid admin doorbell value %u\n", val);
+		nvmet_mdev_ctrl_fatal(ctrl);
+		return;
+	}
+	if (*reported == (u16)val)
+		return;
+	*reported = val;
+	nvmet_mdev_async_error(ctrl, NVMET_MDEV_AER_INVALID_DB_VALUE);
+}
+
+static void nvmet_mdev_exec(struct nvmet_mdev_sq *sq, struct nvmet_mdev_iod *iod)
+{
+	struct nvmet_req *req = &iod->req;
+	size_t len;
+	u16 status;
+
+	/* On failure nvmet_req_init() has already completed the command. */
+	if (!nvmet_req_init(req, &sq->nvme_sq, &nvmet_mdev_fabrics_ops))
+		return;
+
+	len = nvmet_req_transfer_len(req);
+	if (len) {
+		status = nvmet_mdev_map_data(iod, len);
+		if (status) {
+			nvmet_req_complete(req, status);
+			return;
+		}
+	}
+
+	req->execute(req);
+}
+
+/* Fetch and submit up to a burst of new commands; returns how many. */
+static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
+	struct nvmet_mdev_iod *iod;
+	u32 tail;
+	u16 head = sq->head;
+	int n = 0;
+
+	tail = nvmet_mdev_db_read(ctrl, nvmet_mdev_sq_db_idx(sq->qid));
+	if (unlikely(tail >= sq->size)) {
+		nvmet_mdev_bad_db(ctrl, sq->qid, &sq->bad_db, tail);
+		if (!sq->qid)
+			sq->broken = true;
+		return 0;
+	}
+
+	while (head != tail && n < NVMET_MDEV_SQ_BURST) {
+		iod = nvmet_mdev_iod_get(sq);
+		if (unlikely(!iod)) {
+			WRITE_ONCE(sq->starved, true);
+			smp_mb();	/* pairs with nvmet_mdev_iod_put() */
+			iod = nvmet_mdev_iod_get(sq);
+			if (!iod)
+				break;
+			WRITE_ONCE(sq->starved, false);
+		}
+
+		/* Copy the entry: the guest may rewrite the ring any time. */
+		memcpy(&iod->cmd, &sq->sqes[head], sizeof(iod->cmd));
+		if (++head == sq->size)
+			head = 0;
+		WRITE_ONCE(sq->head, head);
+
+		nvmet_mdev_exec(sq, iod);
+		n++;
+	}
+
+	/* Hosts using shadow doorbells for the admin SQ must ring BAR0. */
+	if (!sq->qid)
+		nvmet_mdev_eventidx_write(ctrl, nvmet_mdev_sq_db_idx(0), head);
+	return n;
+}
+
+static bool nvmet_mdev_sq_has_work(struct nvmet_mdev_sq *sq)
+{
+	if (sq->broken)
+		return false;
+	if (READ_ONCE(sq->starved))
+		return !llist_empty(&sq->free_iods);
+	return nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid)) !=
+		sq->head;
+}
+
+/* ------------------------------------------------------------------ */
+/* Completions                                                          */
+
+/*
+ * Whether the CQ has no free entry, reading the head doorbell again if it
+ * looks full.  A head value beyond the queue or beyond the entries posted
+ * is ignored (the queue thread reports it).  cq->lock held.
+ */
+static bool nvmet_mdev_cq_full(struct nvmet_mdev_cq *cq, u32 *bad)
+{
+	u16 next = cq->tail + 1 == cq->size ? 0 : cq->tail + 1;
+	u16 posted, consumed;
+	u32 head;
+
+	if (likely(next != cq->head))
+		return false;
+
+	head = nvmet_mdev_db_read(cq->ctrl, nvmet_mdev_cq_db_idx(cq->qid));
+	if (head == cq->head)
+		return true;
+
+	posted = (cq->tail + cq->size - cq->head) % cq->size;
+	consumed = (head + cq->size - cq->head) % cq->size;
+	if (head >= cq->size || consumed > posted) {
+		if (bad)
+			*bad = head;
+		return true;
+	}
+	cq->head = head;
+	return next == head;
+}
+
+static void nvmet_mdev_cq_post(struct nvmet_mdev_cq *cq,
+			       struct nvmet_mdev_iod *iod)
+{
+	struct nvme_completion *cqe = &cq->cqes[cq->tail];
+
+	cqe->result = iod->cqe.result;
+	cqe->sq_head = iod->cqe.sq_head;
+	cqe->sq_id = iod->cqe.sq_id;
+	cqe->command_id = iod->cqe.command_id;
+	/* The phase tag must become visible last. */
+	smp_wmb();
+	WRITE_ONCE(cqe->status, iod->cqe.status | cpu_to_le16(cq->phase));
+
+	if (++cq->tail == cq->size) {
+		cq->tail = 0;
+		cq->phase = !cq->phase;
+	}
+}
+
+/* Interrupt coalescing: whether to signal after @n new entries. */
+static bool nvmet_mdev_cq_irq_needed(struct nvmet_mdev_cq *cq, unsigned int n)
+{
+	struct nvmet_mdev_dp *dp = cq->ctrl->dp;
+	u8 thr = READ_ONCE(dp->coal_thr);
+	u8 time = READ_ONCE(dp->coal_time);
+
+	if (!cq->irq_enabled || !n)
+		return false;
+	if (!cq->qid || !thr || !time || test_bit(cq->vector, dp->vec_cd))
+		return true;
+
+	if (cq->nr_coalesced + n > thr) {
+		cq->nr_coalesced = 0;
+		hrtimer_try_to_cancel(&cq->coalesce_timer);
+		return true;
+	}
+	if (!cq->nr_coalesced)
+		hrtimer_start(&cq->coalesce_timer, us_to_ktime(time * 100),
+			      HRTIMER_MODE_REL);
+	cq->nr_coalesced += n;
+	return false;
+}
+
+static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
+{
+	struct nvmet_mdev_cq *cq =
+		container_of(timer, struct nvmet_mdev_cq, coalesce_timer);
+	unsigned long flags;
+	bool irq;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	irq = cq->nr_coalesced;
+	cq->nr_coalesced = 0;
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	if (irq)
+		nvmet_mdev_irq_raise(cq->ctrl, cq->vector);
+	return HRTIMER_NORESTART;
+}
+
+/**
+ * nvmet_mdev_queue_response() - post the completion of a command
+ * @req: the request
+ *
+ * nvmet's queue_response operation: any context, must not sleep.
+ */
+void nvmet_mdev_queue_response(struct nvmet_req *req)
+{
+	struct nvmet_mdev_iod *iod = container_of(req, struct nvmet_mdev_iod, req);
+	struct nvmet_mdev_sq *sq = iod->sq;
+	struct nvmet_mdev_cq *cq = sq->cq;
+	unsigned long flags;
+	bool irq = false;
+
+	nvmet_mdev_unmap_data(iod);
+	iod->cqe.sq_head = cpu_to_le16(READ_ONCE(sq->head));
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (unlikely(cq->dead || !cq->cqes)) {
+		spin_unlock_irqrestore(&cq->lock, flags);
+		nvmet_mdev_iod_put(iod);
+		return;
+	}
+	if (unlikely(!list_empty(&cq->parked) || nvmet_mdev_cq_full(cq, NULL))) {
+		list_add_tail(&iod->parked, &cq->parked);
+		spin_unlock_irqrestore(&cq->lock, flags);
+		/* Have the threads watch the CQ head doorbell. */
+		nvmet_mdev_doorbell_kick(cq->ctrl);
+		return;
+	}
+	nvmet_mdev_cq_post(cq, iod);
+	irq = nvmet_mdev_cq_irq_needed(cq, 1);
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	nvmet_mdev_iod_put(iod);
+	if (irq)
+		nvmet_mdev_irq_raise(cq->ctrl, cq->vector);
+}
+
+/*
+ * Post parked completions that fit now (queue thread).  Returns true if
+ * some are still waiting for the host to consume entries.
+ */
+static bool nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_cq *cq = sq->cq;
+	struct nvmet_mdev_iod *iod, *tmp;
+	LIST_HEAD(done);
+	unsigned long flags;
+	unsigned int n = 0;
+	u32 bad = U32_MAX;
+	bool irq, more;
+
+	if (list_empty_careful(&cq->parked))
+		return false;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (!list_empty(&cq->parked) && cq->cqes &&
+	       !nvmet_mdev_cq_full(cq, &bad)) {
+		iod = list_first_entry(&cq->parked, struct nvmet_mdev_iod,
+				       parked);
+		list_move_tail(&iod->parked, &done);
+		nvmet_mdev_cq_post(cq, iod);
+		n++;
+	}
+	irq = nvmet_mdev_cq_irq_needed(cq, n);
+	more = !list_empty(&cq->parked);
+	if (more)	/* have the host ring BAR0 when it moves the head */
+		nvmet_mdev_eventidx_write(cq->ctrl,
+					  nvmet_mdev_cq_db_idx(cq->qid),
+					  cq->head);
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	list_for_each_entry_safe(iod, tmp, &done, parked)
+		nvmet_mdev_iod_put(iod);
+	if (irq)
+		nvmet_mdev_irq_raise(sq->ctrl, cq->vector);
+	if (bad != U32_MAX) {
+		u16 reported = 0xffff;
+
+		nvmet_mdev_bad_db(sq->ctrl, cq->qid, &reported, bad);
+	}
+	return more;
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue threads                                                        */
+
+static int nvmet_mdev_admin_setup(struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
+	struct nvmet_mdev_cq *cq = sq->cq;
+	unsigned long flags;
+	struct nvmet_mdev_gmap map = {};
+	int ret;
+
+	ret = nvmet_mdev_gmap(ctrl, cq->iova,
+			      cq->size * sizeof(struct nvme_completion), &map);
+	if (ret)
+		return ret;
+	spin_lock_irqsave(&cq->lock, flags);
+	cq->ring = map;
+	cq->cqes = map.vaddr;
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	ret = nvmet_mdev_gmap(ctrl, sq->iova,
+			      sq->size * sizeof(struct nvme_command), &sq->ring);
+	if (ret)
+		return ret;
+	sq->sqes = sq->ring.vaddr;
+	return 0;
+}
+
+static void nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq, bool cq_parked)
+{
+	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
+
+	WRITE_ONCE(sq->kicked, false);
+	smp_mb();	/* clear kicked before looking at the doorbells */
+
+	nvmet_mdev_eventidx_write(ctrl, nvmet_mdev_sq_db_idx(sq->qid),
+				  sq->head);
+	smp_mb();	/* publish EventIdx before reading shadow doorbells */
+
+	nvmet_mdev_doorbell_zap(ctrl);
+	if (nvmet_mdev_sq_has_work(sq) ||
+	    (cq_parked && nvmet_mdev_db_read(ctrl,
+			nvmet_mdev_cq_db_idx(sq->cq->qid)) != sq->cq->head))
+		return;
+
+	wait_event_idle(sq->wq, READ_ONCE(sq->kicked) ||
+			READ_ONCE(sq->dp->pause_count) ||
+			kthread_should_stop());
+}
+
+static int nvmet_mdev_sq_thread(void *data)
+{
+	struct nvmet_mdev_sq *sq = data;
+	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
+	u64 poll_ns = (u64)ctrl->params.poll_idle_us * NSEC_PER_USEC;
+	u64 last = local_clock();
+	bool parked;
+	int n;
+
+	if (!sq->qid) {
+		if (nvmet_mdev_admin_setup(sq)) {
+			dev_warn(&ctrl->vdev.device,
+				 "cannot map the admin queues\n");
+			sq->broken = true;
+			nvmet_mdev_ctrl_fatal(ctrl);
+		} else {
+			nvmet_mdev_csts_set(ctrl, NVME_CSTS_RDY, 0);
+		}
+	}
+
+	while (!kthread_should_stop()) {
+		if (nvmet_mdev_sq_check_pause(sq))
+			continue;
+
+		n = sq->broken ? 0 : nvmet_mdev_sq_process(sq);
+		parked = nvmet_mdev_cq_retry(sq);
+		if (n) {
+			last = local_clock();
+			cond_resched();
+			continue;
+		}
+		if (local_clock() - last < poll_ns && !need_resched()) {
+			cpu_relax();
+			continue;
+		}
+		nvmet_mdev_sq_sleep(sq, parked);
+		last = local_clock();
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue creation and deletion                                          */
+
+static struct nvmet_mdev_cq *nvmet_mdev_cq_alloc(struct nvmet_mdev_ctrl *ctrl,
+						 u16 qid, u16 size, u64 iova,
+						 u16 vector, bool irq_enabled)
+{
+	struct nvmet_mdev_cq *cq;
+
+	cq = kzalloc(sizeof(*cq), GFP_KERNEL);
+	if (!cq)
+		return NULL;
+	cq->ctrl = ctrl;
+	cq->qid = qid;
+	cq->size = size;
+	cq->iova = iova;
+	cq->vector = vector;
+	cq->irq_enabled = irq_enabled;
+	cq->phase = true;
+	spin_lock_init(&cq->lock);
+	INIT_LIST_HEAD(&cq->parked);
+	hrtimer_setup(&cq->coalesce_timer, nvmet_mdev_coalesce_timer,
+		      CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	return cq;
+}
+
+static void nvmet_mdev_cq_free(struct nvmet_mdev_ctrl *ctrl,
+			       struct nvmet_mdev_cq *cq)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+
+	mutex_lock(&dp->qlock);
+	RCU_INIT_POINTER(dp->cqs[cq->qid], NULL);
+	mutex_unlock(&dp->qlock);
+
+	hrtimer_cancel(&cq->coalesce_timer);
+	WARN_ON_ONCE(!list_empty(&cq->parked));
+	nvmet_mdev_gunmap(&cq->ring);
+	if (cq->nvme_cq.ctrl)
+		nvmet_cq_put(&cq->nvme_cq);
+	kfree_rcu(cq, rcu);
+}
+
+static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
+						 u16 qid, u16 size, u64 iova,
+						 struct nvmet_mdev_cq *cq)
+{
+	struct nvmet_mdev_sq *sq;
+	struct nvmet_mdev_iod *iod;
+	unsigned int i;
+
+	sq = kzalloc(sizeof(*sq), GFP_KERNEL);
+	if (!sq)
+		return NULL;
+	sq->ctrl = ctrl;
+	sq->dp = ctrl->dp;
+	sq->cq = cq;
+	sq->qid = qid;
+	sq->size = size;
+	sq->iova = iova;
+	sq->bad_db = 0xffff;
+	init_waitqueue_head(&sq->wq);
+	atomic_set(&sq->inflight, 0);
+	init_llist_head(&sq->free_iods);
+
+	sq->nr_iods = qid ? size : min_t(unsigned int, size,
+					 NVMET_MDEV_ADMIN_IODS);
+	sq->iods = kvcalloc(sq->nr_iods, sizeof(*sq->iods), GFP_KERNEL);
+	sq->sgl_descs = kcalloc(NVMET_MDEV_MAX_SGL_DESCS,
+				sizeof(*sq->sgl_descs), GFP_KERNEL);
+	if (!sq->iods || !sq->sgl_descs)
+		goto free;
+
+	for (i = 0; i < sq->nr_iods; i++) {
+		iod = &sq->iods[i];
+		iod->sq = sq;
+		iod->req.cmd = &iod->cmd;
+		iod->req.cqe = &iod->cqe;
+		iod->req.port = ctrl->port->nport;
+		llist_add(&iod->free_node, &sq->free_iods);
+	}
+	return sq;
+
+free:
+	kvfree(sq->iods);
+	kfree(sq->sgl_descs);
+	kfree(sq);
+	return NULL;
+}
+
+static void nvmet_mdev_sq_free(struct nvmet_mdev_ctrl *ctrl,
+			       struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_mdev_cq *cq = sq->cq;
+	struct nvmet_mdev_iod *iod, *tmp;
+	unsigned long flags;
+
+	mutex_lock(&dp->qlock);
+	RCU_INIT_POINTER(dp->sqs[sq->qid], NULL);
+	mutex_unlock(&dp->qlock);
+
+	if (sq->thread) {
+		kthread_stop(sq->thread);
+		spin_lock(&dp->pause_lock);
+		sq->thread = NULL;
+		spin_unlock(&dp->pause_lock);
+	}
+
+	/* Waits for the commands in flight, failing AERs on the admin SQ. */
+	if (sq->nvme_sq.ctrl)
+		nvmet_sq_destroy(&sq->nvme_sq);
+
+	/* The host no longer expects the completions still parked. */
+	spin_lock_irqsave(&cq->lock, flags);
+	list_for_each_entry_safe(iod, tmp, &cq->parked, parked)
+		if (iod->sq == sq)
+			list_del(&iod->parked);
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	nvmet_mdev_gunmap(&sq->ring);
+	kvfree(sq->iods);
+	kfree(sq->sgl_descs);
+	kfree_rcu(sq, rcu);
+}
+
+static int nvmet_mdev_sq_start(struct nvmet_mdev_ctrl *ctrl,
+			       struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct task_struct *t;
+
+	t = kthread_create(nvmet_mdev_sq_thread, sq, "nvmet-mdev%u/%u",
+			   ctrl->tctrl->cntlid, sq->qid);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+
+	spin_lock(&dp->pause_lock);
+	sq->thread = t;
+	spin_unlock(&dp->pause_lock);
+
+	mutex_lock(&dp->qlock);
+	rcu_assign_pointer(dp->sqs[sq->qid], sq);
+	mutex_unlock(&dp->qlock);
+
+	wake_up_process(t);
+	return 0;
+}
+
+static void nvmet_mdev_db_reset(struct nvmet_mdev_ctrl *ctrl, unsigned int idx)
+{
+	__le32 *sdb = ctrl->dp->sdb;
+
+	WRITE_ONCE(ctrl->db[idx], 0);
+	if (sdb)
+		WRITE_ONCE(sdb[idx], 0);
+	nvmet_mdev_eventidx_write(ctrl, idx, 0);
+}
+
+static u16 nvmet_mdev_check_io_qid(struct nvmet_mdev_ctrl *ctrl, u16 qid)
+{
+	if (!qid || qid > ctrl->dp->nr_io_queues)
+		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
+	return NVME_SC_SUCCESS;
+}
+
+u16 nvmet_mdev_create_cq(struct nvmet_ctrl *tctrl, u16 cqid, u16 flags,
+			 u16 qsize, u64 prp1, u16 vector)
+{
+	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	bool ien = flags & NVME_CQ_IRQ_ENABLED;
+	struct nvmet_mdev_cq *cq;
+	unsigned long irqflags;
+	struct nvmet_mdev_gmap map = {};
+	u16 status;
+
+	status = nvmet_mdev_check_io_qid(ctrl, cqid);
+	if (status)
+		return status;
+	if (rcu_access_pointer(dp->cqs[cqid]))
+		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
+	if (!(flags & NVME_QUEUE_PHYS_CONTIG))
+		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
+	if (!qsize || qsize > dp->mqes)
+		return NVME_SC_QUEUE_SIZE | NVME_STATUS_DNR;
+	if (prp1 & (SZ_4K - 1))
+		return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
+	if (ien && !nvmet_mdev_irq_vector_valid(ctrl, vector))
+		return NVME_SC_INVALID_VECTOR | NVME_STATUS_DNR;
+
+	cq = nvmet_mdev_cq_alloc(ctrl, cqid, qsize + 1, prp1, vector, ien);
+	if (!cq)
+		return NVME_SC_INTERNAL;
+
+	if (nvmet_mdev_gmap(ctrl, prp1,
+			    cq->size * sizeof(struct nvme_completion), &map)) {
+		status = NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
+		goto free;
+	}
+	spin_lock_irqsave(&cq->lock, irqflags);
+	cq->ring = map;
+	cq->cqes = map.vaddr;
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+
+	status = nvmet_cq_create(tctrl, &cq->nvme_cq, cqid, cq->size);
+	if (status)
+		goto free;
+
+	nvmet_mdev_db_reset(ctrl, nvmet_mdev_cq_db_idx(cqid));
+	mutex_lock(&dp->qlock);
+	rcu_assign_pointer(dp->cqs[cqid], cq);
+	mutex_unlock(&dp->qlock);
+	return NVME_SC_SUCCESS;
+
+free:
+	nvmet_mdev_gunmap(&cq->ring);
+	kfree(cq);
+	return status;
+}
+
+u16 nvmet_mdev_delete_cq(struct nvmet_ctrl *tctrl, u16 cqid)
+{
+	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
+	struct nvmet_mdev_cq *cq;
+	u16 status;
+
+	status = nvmet_mdev_check_io_qid(ctrl, cqid);
+	if (status)
+		return status;
+	cq = rcu_access_pointer(ctrl->dp->cqs[cqid]);
+	if (!cq)
+		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
+	if (nvmet_cq_in_use(&cq->nvme_cq))
+		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
+
+	nvmet_mdev_cq_free(ctrl, cq);
+	return NVME_SC_SUCCESS;
+}
+
+u16 nvmet_mdev_create_sq(struct nvmet_ctrl *tctrl, u16 sqid, u16 cqid,
+			 u16 flags, u16 qsize, u64 prp1)
+{
+	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_mdev_sq *sq;
+	struct nvmet_mdev_cq *cq;
+	u16 status;
+
+	status = nvmet_mdev_check_io_qid(ctrl, sqid);
+	if (status)
+		return status;
+	if (rcu_access_pointer(dp->sqs[sqid]))
+		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
+	if (!cqid || cqid > dp->nr_io_queues)
+		return NVME_SC_CQ_INVALID | NVME_STATUS_DNR;
+	cq = rcu_access_pointer(dp->cqs[cqid]);
+	if (!cq)
+		return NVME_SC_CQ_INVALID | NVME_STATUS_DNR;
+	if (!(flags & NVME_QUEUE_PHYS_CONTIG))
+		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
+	if (!qsize || qsize > dp->mqes)
+		return NVME_SC_QUEUE_SIZE | NVME_STATUS_DNR;
+	if (prp1 & (SZ_4K - 1))
+		return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
+
+	sq = nvmet_mdev_sq_alloc(ctrl, sqid, qsize + 1, prp1, cq);
+	if (!sq)
+		return NVME_SC_INTERNAL;
+
+	if (nvmet_mdev_gmap(ctrl, prp1, sq->size * sizeof(struct nvme_command),
+			    &sq->ring)) {
+		status = NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
+		goto free;
+	}
+	sq->sqes = sq->ring.vaddr;
+
+	status = nvmet_sq_create(tctrl, &sq->nvme_sq, &cq->nvme_cq, sqid,
+				 sq->size);
+	if (status)
+		goto free;
+	sq->nvme_sq.sqhd_disabled = true;	/* we report the real head */
+
+	nvmet_mdev_db_reset(ctrl, nvmet_mdev_sq_db_idx(sqid));
+	if (nvmet_mdev_sq_start(ctrl, sq)) {
+		status = NVME_SC_INTERNAL;
+		goto free;
+	}
+	return NVME_SC_SUCCESS;
+
+free:
+	nvmet_mdev_sq_free(ctrl, sq);
+	return status;
+}
+
+u16 nvmet_mdev_delete_sq(struct nvmet_ctrl *tctrl, u16 sqid)
+{
+	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
+	struct nvmet_mdev_sq *sq;
+	u16 status;
+
+	status = nvmet_mdev_check_io_qid(ctrl, sqid);
+	if (status)
+		return status;
+	sq = rcu_access_pointer(ctrl->dp->sqs[sqid]);
+	if (!sq)
+		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
+
+	nvmet_mdev_sq_free(ctrl, sq);
+	return NVME_SC_SUCCESS;
+}
+
+/**
+ * nvmet_mdev_start_admin() - create the admin queues and their thread
+ * @ctrl: the controller, being enabled (ctrl->lock held, tctrl set)
+ *
+ * The thread maps the rings (pinning is not allowed under ctrl->lock) and
+ * then sets CSTS.RDY, or CSTS.CFS if the rings are not in guest memory.
+ *
+ * Return: 0 or a negative errno.
+ */
+int nvmet_mdev_start_admin(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_ctrl *tctrl = ctrl->tctrl;
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	u32 aqa = ctrl->regs.aqa;
+	struct nvmet_mdev_cq *cq;
+	struct nvmet_mdev_sq *sq;
+	int ret = -ENOMEM;
+
+	cq = nvmet_mdev_cq_alloc(ctrl, 0, ((aqa >> 16) & 0xfff) + 1,
+				 ctrl->regs.acq, 0, true);
+	if (!cq)
+		return -ENOMEM;
+	if (nvmet_cq_create(tctrl, &cq->nvme_cq, 0, cq->size)) {
+		kfree(cq);
+		return -EINVAL;
+	}
+	mutex_lock(&dp->qlock);
+	rcu_assign_pointer(dp->cqs[0], cq);
+	mutex_unlock(&dp->qlock);
+
+	sq = nvmet_mdev_sq_alloc(ctrl, 0, (aqa & 0xfff) + 1, ctrl->regs.asq,
+				 cq);
+	if (!sq)
+		goto free_cq;
+	if (nvmet_sq_create(tctrl, &sq->nvme_sq, &cq->nvme_cq, 0, sq->size)) {
+		ret = -EINVAL;
+		goto free_sq;
+	}
+	sq->nvme_sq.sqhd_disabled = true;
+
+	ret = nvmet_mdev_sq_start(ctrl, sq);
+	if (ret)
+		goto free_sq;
+	return 0;
+
+free_sq:
+	nvmet_mdev_sq_free(ctrl, sq);
+free_cq:
+	nvmet_mdev_cq_free(ctrl, cq);
+	return ret;
+}
+
+/**
+ * nvmet_mdev_stop_queues() - delete every queue
+ * @ctrl: the controller (ctrl->lock held)
+ *
+ * Stops the admin thread first so that no queue is created meanwhile, then
+ * deletes the I/O queues, waiting for their commands, then the admin
+ * queues.
+ */
+void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_mdev_sq *sq;
+	struct nvmet_mdev_cq *cq;
+	int qid;
+
+	sq = rcu_access_pointer(dp->sqs[0]);
+	if (sq && sq->thread) {
+		kthread_stop(sq->thread);
+		spin_lock(&dp->pause_lock);
+		sq->thread = NULL;
+		spin_unlock(&dp->pause_lock);
+	}
+
+	for (qid = NVMET_MDEV_MAX_IO_QUEUES; qid >= 0; qid--) {
+		sq = rcu_access_pointer(dp->sqs[qid]);
+		if (sq)
+			nvmet_mdev_sq_free(ctrl, sq);
+	}
+	for (qid = NVMET_MDEV_MAX_IO_QUEUES; qid >= 0; qid--) {
+		cq = rcu_access_pointer(dp->cqs[qid]);
+		if (cq)
+			nvmet_mdev_cq_free(ctrl, cq);
+	}
+	/* Let kfree_rcu() callbacks that reference nothing else run later. */
+}
+
+/**
+ * nvmet_mdev_unmap_queues() - the guest unmaps memory holding rings
+ * @ctrl: the controller, every queue thread paused
+ * @iova: start of the range being unmapped
+ * @len: its length
+ *
+ * Queues whose ring is in the range stop working; the controller reports
+ * a fatal status (CSTS.CFS) and waits for a reset.
+ */
+void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_mdev_gmap map;
+	struct nvmet_mdev_sq *sq;
+	struct nvmet_mdev_cq *cq;
+	unsigned long flags;
+	bool fatal = false;
+	int qid;
+
+	mutex_lock(&dp->qlock);
+	for (qid = 0; qid <= NVMET_MDEV_MAX_IO_QUEUES; qid++) {
+		sq = rcu_dereference_protected(dp->sqs[qid],
+					       lockdep_is_held(&dp->qlock));
+		if (sq && nvmet_mdev_gmap_overlaps(&sq->ring, iova, len)) {
+			sq->broken = true;
+			sq->sqes = NULL;
+			nvmet_mdev_gunmap(&sq->ring);
+			fatal = true;
+		}
+		cq = rcu_dereference_protected(dp->cqs[qid],
+					       lockdep_is_held(&dp->qlock));
+		if (cq && nvmet_mdev_gmap_overlaps(&cq->ring, iova, len)) {
+			spin_lock_irqsave(&cq->lock, flags);
+			cq->dead = true;
+			cq->cqes = NULL;
+			map = cq->ring;
+			memset(&cq->ring, 0, sizeof(cq->ring));
+			spin_unlock_irqrestore(&cq->lock, flags);
+			nvmet_mdev_gunmap(&map);
+			fatal = true;
+		}
+	}
+	mutex_unlock(&dp->qlock);
+
+	if (fatal) {
+		dev_warn(&ctrl->vdev.device,
+			 "guest unmapped memory of a live queue\n");
+		nvmet_mdev_ctrl_fatal(ctrl);
+	}
+}
+
+/**
+ * nvmet_mdev_db_write() - a trapped write to the doorbell page
+ * @ctrl: the controller (ctrl->lock held)
+ * @off: offset in the doorbell page, dword aligned
+ * @val: the value written
+ *
+ * Valid values are stored for the queue thread and wake it; invalid ones
+ * are dropped and reported (Asynchronous Event, or CSTS.CFS for the admin
+ * queue).
+ */
+void nvmet_mdev_db_write(struct nvmet_mdev_ctrl *ctrl, u32 off, u32 val)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	unsigned int idx = off / sizeof(u32);
+	u16 qid = idx / 2;
+	struct nvmet_mdev_sq *sq = NULL;
+	struct nvmet_mdev_cq *cq = NULL;
+	u16 size = 0;
+
+	if (!ctrl->tctrl)
+		return;		/* disabled: doorbells are ignored */
+
+	rcu_read_lock();
+	if (qid <= NVMET_MDEV_MAX_IO_QUEUES) {
+		if (idx & 1) {
+			cq = rcu_dereference(dp->cqs[qid]);
+			size = cq ? cq->size : 0;
+		} else {
+			sq = rcu_dereference(dp->sqs[qid]);
+			size = sq ? sq->size : 0;
+		}
+	}
+	if (!size) {
+		rcu_read_unlock();
+		nvmet_mdev_async_error(ctrl, NVMET_MDEV_AER_INVALID_DB_REG);
+		return;
+	}
+	if (val >= size) {
+		rcu_read_unlock();
+		if (!qid)
+			nvmet_mdev_ctrl_fatal(ctrl);
+		else
+			nvmet_mdev_async_error(ctrl,
+					       NVMET_MDEV_AER_INVALID_DB_VALUE);
+		return;
+	}
+
+	WRITE_ONCE(ctrl->db[idx], cpu_to_le32(val));
+	smp_mb();	/* store the doorbell before waking */
+	if (sq)
+		nvmet_mdev_sq_kick(sq);
+	rcu_read_unlock();
+	if (cq)
+		nvmet_mdev_doorbell_kick(ctrl);
+}

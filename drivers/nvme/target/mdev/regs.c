@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * NVMe target vfio mediated device (mdev) transport: BAR0 registers.
+ *
+ * Register page accesses are trapped (vfio read/write) and serialised by
+ * ctrl->lock.  Supported accesses are naturally aligned dwords, and
+ * quadwords or either dword half of the 64-bit registers (CAP, ASQ, ACQ).
+ * Other sizes and alignments read as zero and writes are ignored, as are
+ * reserved and unimplemented registers (CMB, boot partitions, PMR, NSSR:
+ * CAP.NSSRS = 0).
+ *
+ * The doorbell page (CAP.DSTRD = 0) is normally mapped into the guest;
+ * writes that come through here are validated, stored and wake the queue
+ * thread.  Reads return the last value stored.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include "datapath.h"
+
+/* CC fields the host may change while CC.EN = 1 (besides EN itself). */
+#define NVMET_MDEV_CC_LIVE	NVME_CC_SHN_MASK
+/* Writable CC bits: EN, CSS, MPS, AMS, SHN, IOSQES, IOCQES. */
+#define NVMET_MDEV_CC_MASK	(NVME_CC_ENABLE | NVME_CC_CSS_MASK | \
+				 NVME_CC_MPS_MASK | NVME_CC_AMS_MASK | \
+				 NVME_CC_SHN_MASK | NVME_CC_IOSQES_MASK | \
+				 NVME_CC_IOCQES_MASK)
+
+static u64 nvmet_mdev_reg_value(struct nvmet_mdev_ctrl *ctrl, u32 off)
+{
+	switch (off) {
+	case NVME_REG_CAP:
+		return ctrl->regs.cap;
+	case NVME_REG_VS:
+		return ctrl->regs.vs;
+	case NVME_REG_INTMS:
+	case NVME_REG_INTMC:
+		return ctrl->regs.intms;
+	case NVME_REG_CC:
+		return ctrl->regs.cc;
+	case NVME_REG_CSTS:
+		return READ_ONCE(ctrl->regs.csts);
+	case NVME_REG_AQA:
+		return ctrl->regs.aqa;
+	case NVME_REG_ASQ:
+		return ctrl->regs.asq;
+	case NVME_REG_ACQ:
+		return ctrl->regs.acq;
+	default:
+		return 0;
+	}
+}
+
+static bool nvmet_mdev_reg_is64(u32 off)
+{
+	return off == NVME_REG_CAP || off == NVME_REG_ASQ ||
+		off == NVME_REG_ACQ;
+}
+
+/**
+ * nvmet_mdev_regs_read() - read BAR0 below the reserved area
+ * @ctrl: the controller (ctrl->lock held)
+ * @off: offset in BAR0, below NVMET_MDEV_DB_OFFSET + NVMET_MDEV_DB_SIZE
+ * @buf: receives @count bytes, little endian
+ * @count: 1, 2, 4 or 8, @off aligned to it
+ *
+ * Return: 0.
+ */
+int nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
+			 u32 count)
+{
+	__le64 le;
+	u64 val = 0;
+
+	lockdep_assert_held(&ctrl->lock);
+
+	if (off >= NVMET_MDEV_DB_OFFSET) {
+		if (count == 4 && IS_ALIGNED(off, 4))
+			val = le32_to_cpu(READ_ONCE(ctrl->db[(off -
+					NVMET_MDEV_DB_OFFSET) / 4]));
+	} else if (count == 8 && nvmet_mdev_reg_is64(off)) {
+		val = nvmet_mdev_reg_value(ctrl, off);
+	} else if (count == 4 && IS_ALIGNED(off, 4)) {
+		if (nvmet_mdev_reg_is64(off & ~7))
+			val = nvmet_mdev_reg_value(ctrl, off & ~7) >>
+				(off & 4 ? 32 : 0);
+		else
+			val = nvmet_mdev_reg_value(ctrl, off);
+		val &= U32_MAX;
+	}
+
+	le = cpu_to_le64(val);
+	memcpy(buf, &le, count);
+	return 0;
+}
+
+static void nvmet_mdev_write_cc(struct nvmet_mdev_ctrl *ctrl, u32 new)
+{
+	u32 old = ctrl->regs.cc;
+
+	new &= NVMET_MDEV_CC_MASK;
+
+	if (nvmet_cc_en(old) && nvmet_cc_en(new)) {
+		/* Only the shutdown notification may change while enabled. */
+		new = (old & ~NVMET_MDEV_CC_LIVE) | (new & NVMET_MDEV_CC_LIVE);
+	}
+	ctrl->regs.cc = new;
+
+	if (!nvmet_cc_en(new) && nvmet_cc_en(old)) {
+		/* Controller reset: everything but AQA, ASQ and ACQ. */
+		nvmet_mdev_ctrl_disable(ctrl, false);
+		nvmet_mdev_regs_reset(ctrl);
+		ctrl->regs.cc = new;
+		old = 0;
+	}
+
+	if (nvmet_cc_shn(new) && !nvmet_cc_shn(old)) {
+		nvmet_mdev_ctrl_disable(ctrl, true);
+		return;
+	}
+	if (!nvmet_cc_shn(new) && nvmet_cc_shn(old))
+		nvmet_mdev_csts_set(ctrl, 0, NVME_CSTS_SHST_MASK);
+
+	if (nvmet_cc_en(new) && !nvmet_cc_en(old)) {
+		if (READ_ONCE(ctrl->regs.csts) & NVME_CSTS_SHST_MASK) {
+			/* Shut down: must be reset before use. */
+			nvmet_mdev_ctrl_fatal(ctrl);
+			return;
+		}
+		nvmet_mdev_ctrl_enable(ctrl);
+	}
+}
+
+/**
+ * nvmet_mdev_regs_write() - write BAR0 below the reserved area
+ * @ctrl: the controller (ctrl->lock held)
+ * @off: offset in BAR0, below NVMET_MDEV_DB_OFFSET + NVMET_MDEV_DB_SIZE
+ * @buf: @count bytes, little endian
+ * @count: 1, 2, 4 or 8, @off aligned to it
+ *
+ * Return: 0.
+ */
+int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
+			  const void *buf, u32 count)
+{
+	__le64 le = 0;
+	u64 val;
+
+	lockdep_assert_held(&ctrl->lock);
+
+	if (count != 4 && count != 8)
+		return 0;
+	memcpy(&le, buf, count);
+	val = le64_to_cpu(le);
+
+	if (off >= NVMET_MDEV_DB_OFFSET) {
+		if (count == 4 && IS_ALIGNED(off, 4))
+			nvmet_mdev_db_write(ctrl, off - NVMET_MDEV_DB_OFFSET,
+					    val);
+		return 0;
+	}
+
+	if (count == 8) {
+		switch (off) {
+		case NVME_REG_ASQ:
+			ctrl->regs.asq = val & ~(u64)(SZ_4K - 1);
+			break;
+		case NVME_REG_ACQ:
+			ctrl->regs.acq = val & ~(u64)(SZ_4K - 1);
+			break;
+		}
+		return 0;
+	}
+
+	switch (off) {
+	case NVME_REG_INTMS:
+		ctrl->regs.intms |= val;
+		break;
+	case NVME_REG_INTMC:
+		ctrl->regs.intms &= ~val;
+		break;
+	case NVME_REG_CC:
+		nvmet_mdev_write_cc(ctrl, val);
+		break;
+	case NVME_REG_AQA:
+		ctrl->regs.aqa = val & 0x0fff0fff;
+		break;
+	case NVME_REG_ASQ:
+		ctrl->regs.asq = (ctrl->regs.asq & ~(u64)U32_MAX) |
+			(val & ~(u64)(SZ_4K - 1));
+		break;
+	case NVME_REG_ASQ + 4:
+		ctrl->regs.asq = (u32)ctrl->regs.asq | val << 32;
+		break;
+	case NVME_REG_ACQ:
+		ctrl->regs.acq = (ctrl->regs.acq & ~(u64)U32_MAX) |
+			(val & ~(u64)(SZ_4K - 1));
+		break;
+	case NVME_REG_ACQ + 4:
+		ctrl->regs.acq = (u32)ctrl->regs.acq | val << 32;
+		break;
+	default:
+		/* CAP, VS, CSTS are read only; NSSR and the rest ignored. */
+		break;
+	}
+	return 0;
+}
