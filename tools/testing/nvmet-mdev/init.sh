@@ -23,13 +23,15 @@ chmod 1777 /tmp /var/tmp
 mount -t configfs configfs /sys/kernel/config
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
-# Our modules: modprobe and the kernel's request_module() find them in
-# /lib/modules as usual.
+# Our modules live in build/modules (the read-only root has no
+# /lib/modules for this kernel): a modprobe wrapper first in PATH, and the
+# same wrapper for the kernel's request_module().
 top=$(cd "$(dirname "$0")/../../.." && pwd)
-if [ -d "$top/build/modules/lib/modules/$(uname -r)" ]; then
-	mount -t tmpfs tmpfs /lib/modules
-	ln -s "$top/build/modules/lib/modules/$(uname -r)" /lib/modules/
-fi
+mkdir -p /run/bin
+printf '#!/bin/sh\nexec /sbin/modprobe -d %s/build/modules "$@"\n' "$top" > /run/bin/modprobe
+chmod +x /run/bin/modprobe
+echo /run/bin/modprobe > /proc/sys/kernel/modprobe
+export PATH=/run/bin:$PATH
 mkdir -p /run/nvmet-mdev
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 run /run/nvmet-mdev
 hostname "$(cat /run/nvmet-mdev/hostname 2>/dev/null || echo nvmet-mdev)"

@@ -10,7 +10,8 @@
 # Usage: splat-scan.sh LOGFILE...   (missing files are ignored)
 re='(BUG:|WARNING:|Oops|general protection fault|kernel BUG at|KASAN|UBSAN|'
 re+='possible circular locking|possible recursive locking|inconsistent lock state|'
-re+='DEBUG_LOCKS_WARN_ON|lockdep|suspicious RCU usage|rcu_.* detected stalls|'
+re+='DEBUG_LOCKS_WARN_ON|bad unlock balance|possible irq lock inversion|'
+re+='lock held when returning|suspicious RCU usage|rcu_.* detected stalls|'
 re+='RCU stall|INFO: task .* blocked for more than|soft lockup|hard LOCKUP|'
 re+='list_add corruption|list_del corruption|ODEBUG:|unreferenced object|'
 re+='Kernel panic|workqueue lockup|refcount_t:|kfence|segfault at .* in (qemu|fio))'
