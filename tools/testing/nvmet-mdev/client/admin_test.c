@@ -132,12 +132,14 @@ TEST_F(admin, identify_active_ns_list)
 
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_NS_ACTIVE_LIST, 0, 0, NULL));
 	for (i = 0; i < 1024 && list[i]; i++) {
-		if (i)
+		if (i) {
 			EXPECT_GT(list[i], list[i - 1]);
+		}
 		found |= list[i] == ctrl->nsid;
 	}
-	if (ctrl->nsid)
+	if (ctrl->nsid) {
 		EXPECT_TRUE(found);
+	}
 	/* Starting after the first NSID must not return it again. */
 	if (ctrl->nsid) {
 		ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_NS_ACTIVE_LIST,
@@ -270,11 +272,12 @@ TEST_F(admin, log_smart)
 	struct nvme_ctrl *ctrl = &self->c.ctrl;
 
 	EXPECT_OK(nvme_get_log(ctrl, NVME_LOG_SMART, 0xffffffff, 512, 0, NULL));
-	if (ctrl->nsid)
-		/* Per-namespace SMART: supported (LPA bit 0) or Invalid Field. */
+	/* Per-namespace SMART: supported (LPA bit 0) or Invalid Field. */
+	if (ctrl->nsid) {
 		EXPECT_STATUS_IN(nvme_get_log(ctrl, NVME_LOG_SMART, ctrl->nsid,
 					      512, 0, NULL),
 				 NVME_SC_SUCCESS, NVME_SC_INVALID_FIELD);
+	}
 }
 
 TEST_F(admin, log_firmware_slot)
@@ -573,9 +576,10 @@ TEST_F(admin, create_cq_errors)
 	 * in Command; nvmet-pci-epf answers 10Ch (Invalid Queue Deletion,
 	 * nvme.h's NVME_SC_INVALID_QUEUE).  Accept both (unsure).
 	 */
-	if (NVME_CAP_CQR(ctrl->cap))
+	if (NVME_CAP_CQR(ctrl->cap)) {
 		EXPECT_STATUS_IN(nvme_create_cq_raw(ctrl, n, 3, q.iova, 0, 0),
 				 NVME_SC_INVALID_FIELD, NVME_SC_INVALID_QUEUE);
+	}
 	/*
 	 * A base address that is not page aligned: spec says PRP1 is page
 	 * aligned for contiguous queues; Invalid Field or PRP Offset Invalid.
@@ -642,9 +646,10 @@ TEST_F(admin, create_sq_errors)
 	EXPECT_STATUS(NVME_SC_QUEUE_SIZE,
 		      nvme_create_sq_raw(ctrl, n, mqes + 1, q.iova,
 					 NVME_QUEUE_PHYS_CONTIG, n));
-	if (NVME_CAP_CQR(ctrl->cap))
+	if (NVME_CAP_CQR(ctrl->cap)) {
 		EXPECT_STATUS_IN(nvme_create_sq_raw(ctrl, n, 3, q.iova, 0, n),
 				 NVME_SC_INVALID_FIELD, NVME_SC_INVALID_QUEUE);
+	}
 	/* Two SQs on one CQ are fine (shared CQ). */
 	ASSERT_OK(nvme_create_sq(ctrl, n, 16, 1));
 	nvme_dma_free(ctrl, &q);
@@ -695,8 +700,9 @@ TEST_F_TIMEOUT(admin, all_queues, 120)
 	if (!ctrl->nsid)
 		return;
 	ASSERT_EQ(0, nvme_dma_alloc(ctrl, NVME_PAGE_SIZE, &buf));
-	for (i = 1; i <= ctrl->nr_io_queues; i++)
+	for (i = 1; i <= ctrl->nr_io_queues; i++) {
 		ASSERT_OK(nvme_rw(ctrl, i, nvme_cmd_read, 0, 1, &buf, 0));
+	}
 	nvme_dma_free(ctrl, &buf);
 }
 
@@ -1022,15 +1028,18 @@ TEST_F(admin, dbbuf_while_queues_exist)
 	 * the shadow doorbells and publish EventIdx values.
 	 */
 	ASSERT_EQ(0, nvme_dma_alloc(ctrl, NVME_PAGE_SIZE, &buf));
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < 5; i++) {
 		ASSERT_OK(nvme_rw(ctrl, 1, nvme_cmd_read, i, 1, &buf, 0));
+	}
 	ASSERT_OK(nvme_dbbuf_config(ctrl));
-	for (i = 0; i < 50; i++)
+	for (i = 0; i < 50; i++) {
 		ASSERT_OK(nvme_rw(ctrl, 1 + i % 2, nvme_cmd_read, i, 1, &buf, 0));
+	}
 	/* Configuring twice replaces the buffers. */
 	ASSERT_OK(nvme_dbbuf_config(ctrl));
-	for (i = 0; i < 50; i++)
+	for (i = 0; i < 50; i++) {
 		ASSERT_OK(nvme_rw(ctrl, 1 + i % 2, nvme_cmd_read, i, 1, &buf, 0));
+	}
 	nvme_dma_free(ctrl, &buf);
 }
 

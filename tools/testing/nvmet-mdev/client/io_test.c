@@ -265,8 +265,9 @@ static void prp_roundtrip(struct __test_metadata *_metadata, struct nvme_ctrl *c
 	ASSERT_OK(nvme_rw(ctrl, 1, nvme_cmd_read, slba, nlb, &r, roff));
 	EXPECT_EQ(-1, pattern_check((char *)r.va + roff, len, tag));
 	/* Nothing written outside the transfer. */
-	if (roff)
+	if (roff) {
 		EXPECT_EQ(0x5a, ((uint8_t *)r.va)[roff - 1]);
+	}
 	EXPECT_EQ(0x5a, ((uint8_t *)r.va)[roff + len]);
 	nvme_dma_free(ctrl, &w);
 	nvme_dma_free(ctrl, &r);
@@ -532,9 +533,10 @@ TEST_F(io, sgl_invalid)
 	 * Invalid).
 	 */
 	sqe.sgl.length = len + 512;
-	if (!(ctrl->id.sgls & (1u << 19)))
+	if (!(ctrl->id.sgls & (1u << 19))) {
 		EXPECT_STATUS_IN(nvme_exec(ctrl, 1, &sqe, NULL),
 				 NVME_SC_SGL_INVALID_DATA, NVME_SC_SUCCESS);
+	}
 	/* Dword-aligned SGLs only: a byte-aligned address is refused. */
 	if ((ctrl->id.sgls & 3) == 2) {
 		sqe.sgl.length = len;
@@ -593,8 +595,9 @@ TEST_F(io, shared_completion_queue)
 	ASSERT_OK(nvme_delete_cq(ctrl, 2));
 	ASSERT_OK(nvme_create_sq(ctrl, 2, 16, 1));
 	ASSERT_EQ(0, nvme_dma_alloc(ctrl, self->bs, &b));
-	for (i = 0; i < 20; i++)
+	for (i = 0; i < 20; i++) {
 		ASSERT_OK(nvme_rw(ctrl, 1 + i % 2, nvme_cmd_read, i, 1, &b, 0));
+	}
 	/* CQ 1 is now referenced by two SQs: its deletion is refused. */
 	EXPECT_STATUS_IN(nvme_delete_queue(ctrl, true, 1),
 			 NVME_SC_INVALID_QUEUE, NVME_SC_QID_INVALID);
@@ -640,8 +643,9 @@ TEST_F_TIMEOUT(io, queue_full_and_wrap, 120)
 			EXPECT_FALSE(seen[cqe.cid]);
 			seen[cqe.cid] = true;
 		}
-		for (i = 0; i < depth - 1u; i++)
+		for (i = 0; i < depth - 1u; i++) {
 			EXPECT_TRUE(seen[(uint16_t)(first + i)]);
+		}
 		memset(seen, 0, 65536 * sizeof(*seen));
 		/* The SQ head reported in the last CQE is our tail. */
 		EXPECT_EQ(ctrl->sq[1].tail, ctrl->sq[1].head);
@@ -685,9 +689,10 @@ TEST_F_TIMEOUT(io, random_verify, 240)
 			TH_LOG("i %u slba %llu nlb %u woff %zu roff %zu", i,
 			       (unsigned long long)slba, nlb, woff, roff);
 		}
-		if (i % 10 == 0)
+		if (i % 10 == 0) {
 			EXPECT_EQ(-1, backing_diff(slba << ctrl->lba_shift,
 						   (char *)r.va + roff, len));
+		}
 	}
 }
 

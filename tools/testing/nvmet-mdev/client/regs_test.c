@@ -175,8 +175,9 @@ TEST_F(regs, reset_values)
 	EXPECT_EQ(0, nvme_read32(ctrl, 0x80));
 	EXPECT_EQ(0, nvme_read32(ctrl, 0xf00));
 	/* NSSR is not supported (CAP.NSSRS = 0) and reads as 0. */
-	if (!NVME_CAP_NSSRS(cap))
+	if (!NVME_CAP_NSSRS(cap)) {
 		EXPECT_EQ(0, nvme_read32(ctrl, NVME_REG_NSSR));
+	}
 }
 
 TEST_F(regs, cap_fields)
@@ -296,8 +297,9 @@ TEST_F(regs, admin_queue_wraps)
 
 	/* Three times around a 4-entry admin queue: phase flips. */
 	ASSERT_EQ(0, nvme_enable(ctrl, 4));
-	for (i = 0; i < 13; i++)
+	for (i = 0; i < 13; i++) {
 		ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
+	}
 	ASSERT_EQ(0, nvme_disable(ctrl));
 }
 
