@@ -118,7 +118,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	}
 
 	/* nvmet_alloc_ctrl() looks at the (unauthenticated, no TLS) SQ. */
-	tsq = kzalloc(sizeof(*tsq), GFP_KERNEL);
+	tsq = kzalloc_obj(*tsq);
 	if (!tsq) {
 		ret = -ENOMEM;
 		goto fatal;
@@ -258,7 +258,7 @@ int nvmet_mdev_ctrl_init(struct nvmet_mdev_ctrl *ctrl)
 {
 	struct nvmet_mdev_dp *dp;
 
-	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
+	dp = kzalloc_obj(*dp);
 	if (!dp)
 		return -ENOMEM;
 	ctrl->db_page = alloc_page(GFP_KERNEL | __GFP_ZERO);

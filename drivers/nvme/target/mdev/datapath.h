@@ -110,7 +110,7 @@ struct nvmet_mdev_cq {
 	u16			vector;
 	bool			irq_enabled;
 
-	spinlock_t		lock;
+	spinlock_t		lock;		/* the fields below */
 	struct nvme_completion	*cqes;		/* NULL: not mapped (yet) */
 	u16			tail;
 	u16			head;		/* last valid head doorbell */
@@ -151,12 +151,10 @@ struct nvmet_mdev_sq {
 	struct rcu_head		rcu;
 };
 
-/**
- * struct nvmet_mdev_dp - controller state of the data path
- */
+/* Controller state of the data path. */
 struct nvmet_mdev_dp {
 	struct nvmet_mdev_ctrl	*ctrl;
-	struct mutex		qlock;
+	struct mutex		qlock;		/* queue creation/deletion */
 	struct nvmet_mdev_sq __rcu *sqs[NVMET_MDEV_MAX_IO_QUEUES + 1];
 	struct nvmet_mdev_cq __rcu *cqs[NVMET_MDEV_MAX_IO_QUEUES + 1];
 	u16			nr_io_queues;	/* as of enable */

@@ -224,8 +224,9 @@ static u16 nvmet_mdev_sgl_collect(struct nvmet_mdev_iod *iod, size_t len,
 		for (i = 0; i < nseg; i++) {
 			k = i % SGL_BATCH;
 			if (!k && nvmet_mdev_read_guest(ctrl,
-					addr + i * sizeof(seg), batch,
-					min(nseg - i, SGL_BATCH) * sizeof(seg)))
+							addr + i * sizeof(seg),
+							batch, sizeof(seg) *
+							min(nseg - i, SGL_BATCH)))
 				return NVME_SC_DATA_XFER_ERROR;
 			type = batch[k].type >> 4;
 			if (type == NVME_SGL_FMT_DATA_DESC) {

@@ -554,7 +554,7 @@ static struct nvmet_mdev_cq *nvmet_mdev_cq_alloc(struct nvmet_mdev_ctrl *ctrl,
 {
 	struct nvmet_mdev_cq *cq;
 
-	cq = kzalloc(sizeof(*cq), GFP_KERNEL);
+	cq = kzalloc_obj(*cq);
 	if (!cq)
 		return NULL;
 	cq->ctrl = ctrl;
@@ -596,7 +596,7 @@ static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
 	struct nvmet_mdev_iod *iod;
 	unsigned int i;
 
-	sq = kzalloc(sizeof(*sq), GFP_KERNEL);
+	sq = kzalloc_obj(*sq);
 	if (!sq)
 		return NULL;
 	sq->ctrl = ctrl;
@@ -612,9 +612,9 @@ static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
 
 	sq->nr_iods = qid ? size : min_t(unsigned int, size,
 					 NVMET_MDEV_ADMIN_IODS);
-	sq->iods = kvcalloc(sq->nr_iods, sizeof(*sq->iods), GFP_KERNEL);
-	sq->sgl_descs = kcalloc(NVMET_MDEV_MAX_SGL_DESCS,
-				sizeof(*sq->sgl_descs), GFP_KERNEL);
+	sq->iods = kvzalloc_objs(*sq->iods, sq->nr_iods);
+	sq->sgl_descs = kmalloc_objs(*sq->sgl_descs,
+				     NVMET_MDEV_MAX_SGL_DESCS);
 	if (!sq->iods || !sq->sgl_descs)
 		goto free;
 
