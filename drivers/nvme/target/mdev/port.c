@@ -84,6 +84,8 @@ void nvmet_mdev_remove_port(struct nvmet_port *nport)
 
 	if (!port)
 		return;
+	/* New controllers would wait for the nvmet config lock held here. */
+	WRITE_ONCE(port->dying, true);
 	mdev_unregister_parent(&port->parent);
 	nport->priv = NULL;
 	device_unregister(&port->dev);
@@ -92,5 +94,7 @@ void nvmet_mdev_remove_port(struct nvmet_port *nport)
 int nvmet_mdev_port_subsysnqn(struct nvmet_mdev_port *port, const char *want,
 			      char *nqn)
 {
+	if (READ_ONCE(port->dying))
+		return -ENODEV;
 	return nvmet_port_subsys_nqn(port->nport, want, nqn);
 }

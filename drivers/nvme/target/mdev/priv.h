@@ -44,12 +44,15 @@ struct nvmet_mdev_port {
 	struct mdev_type	type;
 	struct mdev_type	*types[1];
 	struct list_head	entry;		/* in the global port list */
+	bool			dying;		/* remove_port() has begun */
 };
 
 /*
  * Resolve which subsystem NQN a controller of this port connects to:
  * @want if non-empty, else the only subsystem linked to the port.
- * Copies the NQN into @nqn (NVMF_NQN_SIZE + 1 bytes).
+ * Copies the NQN into @nqn (NVMF_NQN_SIZE + 1 bytes).  Returns -ENODEV once
+ * the port is being disabled (nvmet holds its config lock for write then,
+ * until every mdev is closed: do not call nvmet_alloc_ctrl() after that).
  */
 int nvmet_mdev_port_subsysnqn(struct nvmet_mdev_port *port, const char *want,
 			      char *nqn);
