@@ -85,6 +85,7 @@ static int nvmet_mdev_sg_alloc(struct nvmet_mdev_iod *iod, unsigned int nents)
 {
 	int ret;
 
+	iod->sgt.sgl = iod->sgl;	/* the first chunk, by convention */
 	ret = sg_alloc_table_chained(&iod->sgt, nents, iod->sgl,
 				     NVMET_MDEV_INLINE_SG);
 	if (ret)
