@@ -56,12 +56,15 @@ static void nvmet_mdev_intx_raise(struct nvmet_mdev_ctrl *ctrl)
 {
 	struct nvmet_mdev_irqs *irqs = &ctrl->irqs;
 	u8 cmd_hi = READ_ONCE(ctrl->pci.cfg[PCI_COMMAND + 1]);
+	/* INTMS bit 0 masks the single pin-based vector (NVMe over PCIe). */
+	bool intms = READ_ONCE(ctrl->regs.intms) & 1;
 
 	lockdep_assert_held(&irqs->lock);
 
 	if (!irqs->intx)
 		return;
-	if (irqs->intx_masked || (cmd_hi & (PCI_COMMAND_INTX_DISABLE >> 8))) {
+	if (irqs->intx_masked || intms ||
+	    (cmd_hi & (PCI_COMMAND_INTX_DISABLE >> 8))) {
 		irqs->intx_pending = true;
 		return;
 	}
@@ -92,6 +95,27 @@ void nvmet_mdev_irq_raise(struct nvmet_mdev_ctrl *ctrl, u16 vector)
 		break;
 	default:
 		break;
+	}
+	spin_unlock_irqrestore(&irqs->lock, flags);
+}
+
+/**
+ * nvmet_mdev_irq_unmasked() - a pin-based interrupt mask was cleared
+ * @ctrl: the controller
+ *
+ * For INTMC writes and INTx disable clears: raises INTx again if it was
+ * raised while masked.  Any context.
+ */
+void nvmet_mdev_irq_unmasked(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_mdev_irqs *irqs = &ctrl->irqs;
+	unsigned long flags;
+
+	spin_lock_irqsave(&irqs->lock, flags);
+	if (irqs->mode == VFIO_PCI_INTX_IRQ_INDEX && irqs->intx_pending &&
+	    !irqs->intx_masked) {
+		irqs->intx_pending = false;
+		nvmet_mdev_intx_raise(ctrl);
 	}
 	spin_unlock_irqrestore(&irqs->lock, flags);
 }
@@ -268,7 +292,8 @@ static int nvmet_mdev_intx_mask(struct nvmet_mdev_ctrl *ctrl, u32 action,
 		irqs->intx_masked = true;
 	} else {
 		irqs->intx_masked = false;
-		if (irqs->intx_pending && irqs->mode == VFIO_PCI_INTX_IRQ_INDEX) {
+		if (irqs->intx_pending &&
+		    irqs->mode == VFIO_PCI_INTX_IRQ_INDEX) {
 			irqs->intx_pending = false;
 			nvmet_mdev_intx_raise(ctrl);
 		}

@@ -231,6 +231,10 @@ void nvmet_mdev_pci_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 		return;
 	}
 
+	if (touches(off, count, PCI_COMMAND + 1) &&
+	    !(cfg_get16(pci, PCI_COMMAND) & PCI_COMMAND_INTX_DISABLE))
+		nvmet_mdev_irq_unmasked(ctrl);
+
 	if (!touches(off, count, pmcsr))
 		return;
 	new_pm = cfg_get16(pci, pmcsr) & PCI_PM_CTRL_STATE_MASK;

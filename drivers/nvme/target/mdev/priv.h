@@ -113,6 +113,8 @@ long nvmet_mdev_set_irqs(struct nvmet_mdev_ctrl *ctrl, unsigned long arg);
 void nvmet_mdev_irq_release_all(struct nvmet_mdev_ctrl *ctrl);
 /* Signal the unplug request eventfd; returns false if there is none. */
 bool nvmet_mdev_irq_request(struct nvmet_mdev_ctrl *ctrl);
+/* INTMC cleared the INTx mask: re-raise a pending INTx; any context. */
+void nvmet_mdev_irq_unmasked(struct nvmet_mdev_ctrl *ctrl);
 
 /* ------------------------------------------------------------------ */
 /* The controller: one per mdev                                        */
