@@ -749,6 +749,7 @@ int nvme_bringup(struct nvme_ctrl *ctrl, uint16_t aq_depth, uint16_t nr_io,
 		pr_err("disable: %d", ret);
 		return ret;
 	}
+	ctrl->nr_io_queues = 0;
 	if (irqs && ctrl->nr_vectors) {
 		ret = nvme_irq_setup(ctrl, ctrl->nr_vectors);
 		if (ret) {
@@ -1060,6 +1061,18 @@ const char *nvme_status_str(int status)
 	case NVME_SC_KA_TIMEOUT_INVALID: name = "KA_TIMEOUT_INVALID"; break;
 	case NVME_SC_INVALID_IO_CMD_SET: name = "INVALID_IO_CMD_SET"; break;
 	case NVME_SC_LBA_RANGE: name = "LBA_RANGE"; break;
+	case NVME_SC_CAP_EXCEEDED: name = "CAP_EXCEEDED"; break;
+	case NVME_SC_NS_NOT_READY: name = "NS_NOT_READY"; break;
+	case 0x01e: name = "SGL_INVALID_GRANULARITY"; break;
+	case NVME_SC_FUSED_FAIL: name = "FUSED_FAIL"; break;
+	case NVME_SC_FUSED_MISSING: name = "FUSED_MISSING"; break;
+	case NVME_SC_SGL_INVALID_METADATA: name = "SGL_INVALID_METADATA"; break;
+	case NVME_SC_HOST_ID_INCONSIST: name = "HOST_ID_INCONSIST"; break;
+	case NVME_SC_NS_WRITE_PROTECTED: name = "NS_WRITE_PROTECTED"; break;
+	case NVME_SC_ABORT_MISSING: name = "ABORT_MISSING"; break;
+	case NVME_SC_INVALID_FORMAT: name = "INVALID_FORMAT"; break;
+	case NVME_SC_FEATURE_NOT_PER_NS: name = "FEATURE_NOT_PER_NS"; break;
+	case NVME_SC_READ_ONLY: name = "READ_ONLY"; break;
 	case NVME_SC_CQ_INVALID: name = "CQ_INVALID"; break;
 	case NVME_SC_QID_INVALID: name = "QID_INVALID"; break;
 	case NVME_SC_QUEUE_SIZE: name = "QUEUE_SIZE"; break;
