@@ -512,13 +512,18 @@ static void admin_step(struct __test_metadata *_metadata, struct fuzz *f)
 			sqe.nsid = 0;
 		break;
 	case 1: {
-		uint8_t lid = (uint8_t[]){ 1, 2, 3, 4, 5, 0 }[rnd(f, 6)];
+		/* Log pages and the lengths nvmet serves them with. */
+		static const struct { uint8_t lid; uint32_t len; } logs[] = {
+			{ NVME_LOG_ERROR, 64 }, { NVME_LOG_ERROR, 4096 },
+			{ NVME_LOG_SMART, 512 }, { NVME_LOG_FW_SLOT, 512 },
+			{ NVME_LOG_CHANGED_NS, 4096 }, { NVME_LOG_CMD_EFFECTS, 4096 },
+			{ NVME_LOG_SUPPORTED, 1024 },
+		};
+		unsigned int l = rnd(f, sizeof(logs) / sizeof(logs[0]));
 
 		sqe.opcode = nvme_admin_get_log_page;
 		sqe.nsid = 0xffffffff;
-		sqe.cdw10 = lid | ((NVME_PAGE_SIZE / 4 - 1) << 16);
-		if (lid == 1)
-			sqe.nsid = 0;
+		sqe.cdw10 = logs[l].lid | ((logs[l].len / 4 - 1) << 16);
 		break;
 	}
 	case 2:

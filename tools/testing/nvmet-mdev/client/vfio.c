@@ -27,7 +27,12 @@
 
 #include "vfio.h"
 
-#define pr_err(fmt, ...) fprintf(stderr, "vfio: " fmt "\n", ##__VA_ARGS__)
+bool vfio_quiet;
+
+#define pr_err(fmt, ...) do {						\
+	if (!vfio_quiet)						\
+		fprintf(stderr, "vfio: " fmt "\n", ##__VA_ARGS__);	\
+} while (0)
 
 const char *vfio_env_uuid(void)
 {

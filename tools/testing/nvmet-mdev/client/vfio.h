@@ -58,6 +58,9 @@ const char *vfio_env_uuid(void);
 int vfio_env_binding(enum vfio_binding *binding);
 const char *vfio_binding_name(enum vfio_binding binding);
 
+/* Set to silence the error messages (e.g. while retrying an open). */
+extern bool vfio_quiet;
+
 /* Open/close; returns 0 or -errno (and prints why on stderr). */
 int vfio_open(struct vfio_dev *dev, const char *uuid, enum vfio_binding b);
 void vfio_close(struct vfio_dev *dev);
