@@ -45,6 +45,7 @@ struct fuzz {
 	/* statistics */
 	unsigned long	cmds, valid, mutated, admin, pokes, resets, errors;
 	unsigned long	cfs_after_reset;
+	unsigned long	slow;		/* batches that took over a second */
 	bool		sgl;
 };
 
@@ -103,6 +104,15 @@ FIXTURE_TEARDOWN(fuzz)
 	free(self->f.tag);
 	client_close(&self->c);
 }
+
+/* NVMET_MDEV_FUZZ_VERBOSE=1: trace every non-I/O step on stderr. */
+static bool verbose;
+
+#define trace(f, fmt, ...) do {						\
+	if (verbose)							\
+		fprintf(stderr, "#      [%lu cmds] " fmt "\n", (f)->cmds,	\
+			##__VA_ARGS__);					\
+} while (0)
 
 static uint64_t rnd(struct fuzz *f, uint64_t n)
 {
@@ -309,7 +319,7 @@ static int run_batch(struct __test_metadata *_metadata, struct fuzz *f,
 		     struct slot *slots, unsigned int n)
 {
 	struct nvme_ctrl *ctrl = f->ctrl;
-	uint64_t deadline;
+	uint64_t deadline, start;
 	unsigned int i, left = n;
 	bool rung[NVME_MAX_QUEUES] = { false };
 
@@ -324,7 +334,8 @@ static int run_batch(struct __test_metadata *_metadata, struct fuzz *f,
 			nvme_sq_ring(ctrl, i);
 	f->cmds += n;
 
-	deadline = nvme_now_ms() + FUZZ_TIMEOUT_MS;
+	start = nvme_now_ms();
+	deadline = start + FUZZ_TIMEOUT_MS;
 	while (left) {
 		bool progress = false;
 
@@ -365,6 +376,14 @@ static int run_batch(struct __test_metadata *_metadata, struct fuzz *f,
 			return -ETIMEDOUT;
 		}
 		usleep(20);
+	}
+	if (nvme_now_ms() - start > 1000) {
+		f->slow++;
+		TH_LOG("slow batch: %u commands took %llu ms (dbbuf %d)", n,
+		       (unsigned long long)(nvme_now_ms() - start),
+		       ctrl->dbbuf_on);
+		for (i = 0; i < n; i++)
+			dump_sqe(&slots[i].sqe);
 	}
 	return 0;
 }
@@ -557,6 +576,8 @@ static void admin_step(struct __test_metadata *_metadata, struct fuzz *f)
 	f->admin++;
 	f->cmds++;
 	st = nvme_exec_timeout(ctrl, 0, &sqe, NULL, FUZZ_TIMEOUT_MS);
+	trace(f, "admin %s opcode %#x cdw10 %#x: %s", valid ? "valid" : "mutated",
+	      sqe.opcode, sqe.cdw10, nvme_status_str(st));
 	ASSERT_GE(st, 0) {
 		TH_LOG("seed %llu: admin command: %s (CSTS %#x)",
 		       (unsigned long long)f->seed, nvme_status_str(st),
@@ -588,6 +609,7 @@ static void poke_step(struct fuzz *f)
 	f->pokes++;
 	if (rnd(f, 2)) {
 		off = regs[rnd(f, sizeof(regs) / sizeof(regs[0]))];
+		trace(f, "poke register %#x", off);
 		if (off == NVME_REG_NSSR)	/* never "NVMe" */
 			nvme_write32(ctrl, off, (uint32_t)rng_next(&f->rng) | 1);
 		else
@@ -597,8 +619,11 @@ static void poke_step(struct fuzz *f)
 		uint16_t q = ctrl->nr_io_queues + 1 +
 			rnd(f, NVME_MAX_QUEUES - 1 - ctrl->nr_io_queues);
 
-		nvme_write32(ctrl, nvme_db_offset(ctrl, q, rnd(f, 2)),
-			     rng_next(&f->rng));
+		bool cq = rnd(f, 2);
+		uint32_t v = rng_next(&f->rng);
+
+		trace(f, "poke %s doorbell of queue %u: %#x", cq ? "CQ" : "SQ", q, v);
+		nvme_write32(ctrl, nvme_db_offset(ctrl, q, cq), v);
 	}
 	nvme_read32(ctrl, rnd(f, 0x1000) & ~3u);
 }
@@ -623,8 +648,10 @@ static void disrupt_step(struct __test_metadata *_metadata, struct fuzz *f)
 	struct nvme_ctrl *ctrl = f->ctrl;
 	struct vfio_dev *dev = &f->c->dev;
 	uint16_t exp;
+	unsigned int what = rnd(f, 8);
 
-	switch (rnd(f, 8)) {
+	trace(f, "disruptive action %u", what);
+	switch (what) {
 	case 0:
 		nvme_write32(ctrl, NVME_REG_CC, 0);
 		nvme_wait_ready(ctrl, false);
@@ -685,6 +712,8 @@ TEST_F_TIMEOUT(fuzz, mixed, fuzz_timeout())
 	uint64_t start = nvme_now_ms(), last = start;
 	unsigned long step = 0;
 
+	verbose = env_u64("NVMET_MDEV_FUZZ_VERBOSE", 0);
+
 	TH_LOG("seed %llu (NVMET_MDEV_FUZZ_SEED=%llu reproduces), budget %llu commands / %llu s, %llu LBAs tracked",
 	       (unsigned long long)f->seed, (unsigned long long)f->seed,
 	       (unsigned long long)budget, (unsigned long long)secs,
@@ -718,9 +747,9 @@ TEST_F_TIMEOUT(fuzz, mixed, fuzz_timeout())
 			       (unsigned long)((last - start) / 1000));
 		}
 	}
-	TH_LOG("seed %llu: %lu commands (%lu valid I/O, %lu mutated I/O, %lu admin), %lu error statuses, %lu register pokes, %lu resets, %lu steps in %llu s",
+	TH_LOG("seed %llu: %lu commands (%lu valid I/O, %lu mutated I/O, %lu admin), %lu error statuses, %lu register pokes, %lu resets, %lu slow batches, %lu steps in %llu s",
 	       (unsigned long long)f->seed, f->cmds, f->valid, f->mutated,
-	       f->admin, f->errors, f->pokes, f->resets, step,
+	       f->admin, f->errors, f->pokes, f->resets, f->slow, step,
 	       (unsigned long long)(nvme_now_ms() - start) / 1000);
 	if (f->cmds < budget)
 		TH_LOG("time budget ran out before the command budget (%lu of %llu)",

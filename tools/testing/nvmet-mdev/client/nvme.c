@@ -588,6 +588,8 @@ int nvme_get_features(struct nvme_ctrl *ctrl, uint8_t fid, uint8_t sel,
 int nvme_dbbuf_config(struct nvme_ctrl *ctrl)
 {
 	struct nvme_sqe sqe = { .opcode = nvme_admin_dbbuf };
+	uint32_t *shadow;
+	unsigned int i;
 	int ret;
 
 	if (!ctrl->dbbuf_db.va) {
@@ -602,32 +604,32 @@ int nvme_dbbuf_config(struct nvme_ctrl *ctrl)
 	}
 	memset(ctrl->dbbuf_db.va, 0, NVME_PAGE_SIZE);
 	memset(ctrl->dbbuf_ei.va, 0, NVME_PAGE_SIZE);
+	/*
+	 * Live queues: the shadow page must hold their current doorbell
+	 * values before the controller starts reading it (a zero there
+	 * would be a tail update to 0), and their next update also goes to
+	 * BAR0 (their EventIdx is not published yet).
+	 */
+	shadow = ctrl->dbbuf_db.va;
+	memset(ctrl->dbbuf_force, 0, sizeof(ctrl->dbbuf_force));
+	for (i = 1; i < NVME_MAX_QUEUES; i++) {
+		unsigned int sidx = (nvme_db_offset(ctrl, i, false) - NVME_REG_DBS) / 4;
+		unsigned int cidx = (nvme_db_offset(ctrl, i, true) - NVME_REG_DBS) / 4;
+
+		if (ctrl->sq[i].live) {
+			shadow[sidx] = ctrl->sq[i].tail;
+			ctrl->dbbuf_force[sidx] = true;
+		}
+		if (ctrl->cq[i].live) {
+			shadow[cidx] = ctrl->cq[i].head;
+			ctrl->dbbuf_force[cidx] = true;
+		}
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	sqe.prp1 = ctrl->dbbuf_db.iova;
 	sqe.prp2 = ctrl->dbbuf_ei.iova;
 	ret = nvme_admin(ctrl, &sqe, NULL);
 	if (ret == 0) {
-		unsigned int i;
-		uint32_t *shadow = ctrl->dbbuf_db.va;
-
-		/*
-		 * Live queues: the shadow starts at their current values, and
-		 * their next update also goes to BAR0 (their EventIdx is not
-		 * published yet).
-		 */
-		memset(ctrl->dbbuf_force, 0, sizeof(ctrl->dbbuf_force));
-		for (i = 1; i < NVME_MAX_QUEUES; i++) {
-			unsigned int s = (nvme_db_offset(ctrl, i, false) - NVME_REG_DBS) / 4;
-			unsigned int c = (nvme_db_offset(ctrl, i, true) - NVME_REG_DBS) / 4;
-
-			if (ctrl->sq[i].live) {
-				shadow[s] = ctrl->sq[i].tail;
-				ctrl->dbbuf_force[s] = true;
-			}
-			if (ctrl->cq[i].live) {
-				shadow[c] = ctrl->cq[i].head;
-				ctrl->dbbuf_force[c] = true;
-			}
-		}
 		ctrl->dbbuf_on = true;
 		ctrl->dbbuf_mmio = ctrl->dbbuf_skipped = 0;
 	}
