@@ -163,7 +163,7 @@ static vm_fault_t nvmet_mdev_db_fault(struct vm_fault *vmf)
 	 * Map the page before waking the queue threads: a thread that zaps
 	 * the mapping again after this will be woken by the next fault.
 	 */
-	ret = vmf_insert_pfn(vma, vmf->address, page_to_pfn(ctrl->db_page));
+	ret = vmf_insert_page(vma, vmf->address, ctrl->db_page);
 	nvmet_mdev_doorbell_kick(ctrl);
 	return ret;
 }
@@ -186,7 +186,14 @@ static int nvmet_mdev_mmap(struct vfio_device *vdev, struct vm_area_struct *vma)
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 
-	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	/*
+	 * A mixed map of an ordinary page, not a PFN map: KVM maps it into
+	 * the guest through GUP, and the zap still reaches KVM through the
+	 * MMU notifiers.  With VM_PFNMAP and vmf_insert_pfn() of this RAM
+	 * page, KVM_RUN failed with -EFAULT on the guest's first doorbell
+	 * write.
+	 */
+	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &nvmet_mdev_db_vm_ops;
 	vma->vm_private_data = ctrl;
 	return 0;
