@@ -12,6 +12,7 @@ TOP		:= $(CURDIR)
 BUILD		:= $(TOP)/build
 SRC		:= $(BUILD)/src
 OBJ		:= $(BUILD)/obj
+GOBJ		:= $(BUILD)/obj-guest
 HARNESS		:= $(TOP)/tools/testing/nvmet-mdev
 JOBS		?= $(shell echo $$(( $$(nproc) + 1 )))
 
@@ -59,15 +60,29 @@ $(OBJ)/.config: $(HARNESS)/config $(TOP)/patches/series \
 	$(MAKE) -C $(SRC) O=$(OBJ) olddefconfig >/dev/null
 	$(HARNESS)/check-config.sh $(HARNESS)/config $(OBJ)/.config
 
-config: source $(OBJ)/.config
+# The nested guests' kernel: the same fragment with config.guest on top.
+$(GOBJ)/.config: $(HARNESS)/config $(HARNESS)/config.guest $(TOP)/patches/series \
+		$(TOP)/drivers/nvme/target/mdev/Kconfig | source
+	mkdir -p $(GOBJ)
+	$(MAKE) -C $(SRC) O=$(GOBJ) allnoconfig >/dev/null
+	cd $(GOBJ) && $(SRC)/scripts/kconfig/merge_config.sh -m -O $(GOBJ) \
+		$(GOBJ)/.config $(HARNESS)/config $(HARNESS)/config.guest >/dev/null
+	$(MAKE) -C $(SRC) O=$(GOBJ) olddefconfig >/dev/null
+	$(HARNESS)/check-config.sh $(HARNESS)/config.guest $(GOBJ)/.config
 
-kernel: source $(OBJ)/.config
+config: source $(OBJ)/.config $(GOBJ)/.config
+
+kernel: source $(OBJ)/.config $(GOBJ)/.config
 	flock $(BUILD)/.build.lock $(KMAKE) bzImage modules
 	cp $(OBJ)/arch/x86/boot/bzImage $(BUILD)/bzImage.tmp
 	mv $(BUILD)/bzImage.tmp $(BUILD)/bzImage
 	flock $(BUILD)/.build.lock $(MAKE) -C $(SRC) O=$(OBJ) -s \
 		INSTALL_MOD_PATH=$(BUILD)/modules.tmp modules_install
 	rm -rf $(BUILD)/modules && mv $(BUILD)/modules.tmp $(BUILD)/modules
+	flock $(BUILD)/.build.lock $(MAKE) -C $(SRC) O=$(GOBJ) CC="ccache gcc" \
+		-j$(JOBS) bzImage
+	cp $(GOBJ)/arch/x86/boot/bzImage $(BUILD)/guest-bzImage.tmp
+	mv $(BUILD)/guest-bzImage.tmp $(BUILD)/guest-bzImage
 
 # Static checks on the driver: sparse, W=1 and checkpatch --strict.
 lint: kernel
@@ -91,7 +106,7 @@ bench: deps kernel
 	$(HARNESS)/bench.sh
 
 clean:
-	rm -rf $(OBJ) $(BUILD)/bzImage $(BUILD)/modules
+	rm -rf $(OBJ) $(GOBJ) $(BUILD)/bzImage $(BUILD)/guest-bzImage $(BUILD)/modules
 
 distclean:
 	rm -rf $(BUILD)

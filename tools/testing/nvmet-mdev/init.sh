@@ -42,8 +42,8 @@ echo 0 > /proc/sys/kernel/panic_on_warn 2>/dev/null
 finish() {
 	dmesg > /run/nvmet-mdev/dmesg 2>/dev/null
 	sync
-	echo o > /proc/sysrq-trigger
-	sleep 10
+	# Synchronous: reboot(2) does not return, so PID 1 never exits.
+	exec busybox poweroff -f
 }
 
 if grep -qw 'nvmet_mdev.interactive=1' /proc/cmdline; then

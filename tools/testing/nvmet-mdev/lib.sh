@@ -125,8 +125,11 @@ teardown_nvmet() {
 # --- nested guests ----------------------------------------------------------
 
 # run_guest [vm.sh options] -- command: a nested KVM guest with our kernel.
+# Its console goes to stdout (for the caller to capture) and, prefixed, to
+# stderr, so that the test log shows the guest as it runs.
 run_guest() {
-	"$NVMET_MDEV_HARNESS/vm.sh" --guest --timeout "${NVMET_MDEV_GUEST_TIMEOUT:-600}" "$@"
+	"$NVMET_MDEV_HARNESS/vm.sh" --guest --timeout "${NVMET_MDEV_GUEST_TIMEOUT:-600}" \
+		--echo-prefix 'guest| ' "$@"
 }
 
 # guest_checks PREFIX OUTPUT: TAP results from a guest's "check:" lines.
