@@ -4,12 +4,16 @@
 # Run the nvmet-mdev client tests against a prepared mdev, through both
 # VFIO bindings, as one flat TAP stream.
 #
-#   run.sh [-b container|iommufd] [-o OUTDIR] [-t PROG]... UUID [BACKING]
+#   run.sh [-b container|iommufd] [-d mmap|pwrite|both] [-o OUTDIR] [-t PROG]...
+#          UUID [BACKING]
 #
 # UUID      an mdev of an nvmet-mdev port, not opened by anyone else
 # BACKING   optional: the backing file (or block device) of the namespace
 #           the controller exposes first; data is then checked against it
 # -b        run only one binding (default: container, then iommufd)
+# -d        how doorbells are written: through the mmap'ed doorbell page (mmap,
+#           the default, what a guest does), through the trapped region path
+#           (pwrite), or every program both ways (both)
 # -t        run only these programs (regs_test, admin_test, io_test,
 #           irq_test, hostile_test, fuzz_test); repeatable
 # -o        where the built programs are (default: out/ next to this script;
@@ -26,16 +30,18 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=$here/out
 bindings=(container iommufd)
+doorbells=(mmap)
 progs=()
 
 usage() {
-	sed -n '4,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '4,26p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
-while getopts "b:o:t:h" opt; do
+while getopts "b:d:o:t:h" opt; do
 	case $opt in
 	b) bindings=("$OPTARG") ;;
+	d) if [ "$OPTARG" = both ]; then doorbells=(mmap pwrite); else doorbells=("$OPTARG"); fi ;;
 	o) out=$OPTARG ;;
 	t) progs+=("$OPTARG") ;;
 	*) usage ;;
@@ -70,16 +76,20 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 for binding in "${bindings[@]}"; do
+	for db in "${doorbells[@]}"; do
+	# Result names: binding, plus the doorbell mode when not the default.
+	tag=$binding
+	[ "$db" = mmap ] || tag=$binding/$db
 	for prog in "${progs[@]}"; do
 		bin=$out/$prog
 		if [ ! -x "$bin" ]; then
 			n=$((n + 1))
-			echo "not ok $n $binding:$prog # not built ($bin)"
+			echo "not ok $n $tag:$prog # not built ($bin)"
 			failed=1
 			continue
 		fi
-		echo "# ---- $binding: $prog"
-		NVMET_MDEV_BINDING=$binding "$bin" > "$tmp/log" 2>&1
+		echo "# ---- $tag: $prog"
+		NVMET_MDEV_BINDING=$binding NVMET_MDEV_DOORBELL=$db "$bin" > "$tmp/log" 2>&1
 		rc=$?
 		results=0 bad=0
 		# Renumber the program's result lines into our stream.
@@ -98,7 +108,7 @@ for binding in "${bindings[@]}"; do
 				   [[ $rest != *"# XFAIL"* && $rest != *"# SKIP"* ]]; then
 					bad=1
 				fi
-				echo "$verdict $n $binding:$rest"
+				echo "$verdict $n $tag:$rest"
 				;;
 			"#"*)
 				echo "$line" ;;
@@ -110,10 +120,11 @@ for binding in "${bindings[@]}"; do
 		# A program that died without a failing result line gets one.
 		if [ $rc -ne 0 ] && [ $rc -ne 4 ] && [ $bad -eq 0 ]; then
 			n=$((n + 1))
-			echo "not ok $n $binding:$prog # exit status $rc after $results results"
+			echo "not ok $n $tag:$prog # exit status $rc after $results results"
 			bad=1
 		fi
 		[ $bad -eq 0 ] || failed=1
+	done
 	done
 done
 
