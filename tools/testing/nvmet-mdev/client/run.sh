@@ -23,8 +23,8 @@
 # output is passed through as TAP comments.  The exit status is 0 when
 # nothing failed (skips are fine), 1 otherwise.
 #
-# Environment passed on to the programs: NVMET_MDEV_DOORBELL (mmap|pwrite),
-# NVMET_MDEV_FUZZ_SEED, NVMET_MDEV_FUZZ_CMDS, NVMET_MDEV_FUZZ_SECS.
+# Environment passed on to the programs: NVMET_MDEV_SEED, NVMET_MDEV_FUZZ_SEED,
+# NVMET_MDEV_FUZZ_CMDS, NVMET_MDEV_FUZZ_SECS (see README).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
