@@ -28,7 +28,7 @@ export KBUILD_BUILD_HOST := build
 KMAKE		= $(MAKE) -C $(SRC) O=$(OBJ) CC="ccache gcc" -j$(JOBS) \
 		  KCFLAGS="$(KCFLAGS)"
 
-.PHONY: all help deps kernel source config modules_install check demo \
+.PHONY: all help deps kernel source config client check demo lint \
 	shell test bench clean distclean
 
 all: kernel
@@ -90,10 +90,15 @@ lint: kernel
 	cd $(SRC) && ./scripts/checkpatch.pl --strict --no-tree -q \
 		-f $(TOP)/drivers/nvme/target/mdev/*.[ch] $(TOP)/include/linux/nvmet-mdev.h
 
-check: deps kernel
+# The userspace VFIO NVMe client; built here since the VMs' root is
+# read-only.
+client: kernel
+	$(MAKE) -C $(HARNESS)/client
+
+check: deps kernel client
 	$(HARNESS)/run-tests.sh
 
-test: kernel
+test: kernel client
 	$(HARNESS)/run-tests.sh $(T)
 
 demo: deps kernel

@@ -1,0 +1,21 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The userspace VFIO NVMe client (tools/testing/nvmet-mdev/client): the
+# conformance, hostile-input and fuzz cases, through the VFIO container
+# and through iommufd, against a file-backed namespace whose backing file
+# the tests read to check the data.  Each case is one TAP result.
+. "$(dirname "$0")/../lib.sh"
+nqn=nqn.2026-11.org.example:client
+setup_default 1 $nqn /tmp/client.img 64M || die "nvmet setup"
+modprobe nvmet-mdev || die "modprobe nvmet-mdev"
+uuid=$(create_mdev 1) || die "create mdev"
+echo 1 > /sys/kernel/debug/kmemleak 2>/dev/null
+
+"$NVMET_MDEV_HARNESS/client/run.sh" "$uuid" /tmp/client.img
+rc=$?
+
+tap_ok "client: remove the mdev after the tests" remove_mdev "$uuid"
+teardown_nvmet
+tap_ok "client: nvmet-mdev unloads" modprobe -r nvmet-mdev
+exit $rc
