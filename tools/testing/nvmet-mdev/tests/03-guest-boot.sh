@@ -9,5 +9,5 @@ out=$(run_guest -- sh -c 'echo guest-kernel=$(uname -r); grep -c ^processor /pro
 rc=$?
 echo "$out" | tail -n 5 | sed 's/^/# /'
 tap_ok "the guest ran a command and exited cleanly" test $rc -eq 0
-tap_ok "the guest runs our kernel" eval 'grep -q "guest-kernel=$(uname -r)" <<<"$out"'
+tap_ok "the guest runs our guest kernel" eval 'grep -q "guest-kernel=$(uname -r)-guest" <<<"$out"'
 tap_done
