@@ -43,8 +43,11 @@ struct nvmet_mdev_port {
 	struct mdev_parent	parent;
 	struct mdev_type	type;
 	struct mdev_type	*types[1];
-	struct list_head	entry;		/* in the global port list */
+	struct list_head	entry;		/* in nvmet_mdev_dying_ports */
+	u16			portid;
 	bool			dying;		/* remove_port() has begun */
+	struct work_struct	remove_work;	/* tears the parent down */
+	struct completion	removed;
 };
 
 /*
