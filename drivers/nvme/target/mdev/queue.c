@@ -482,7 +482,11 @@ static int nvmet_mdev_admin_setup(struct nvmet_mdev_sq *sq)
 	return 0;
 }
 
-static void nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq, bool cq_parked)
+/*
+ * Sleep until kicked.  Returns true if woken by a kick (or for a pause or
+ * stop), false if the doorbells changed before the thread went to sleep.
+ */
+static bool nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq, bool cq_parked)
 {
 	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
 
@@ -494,14 +498,36 @@ static void nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq, bool cq_parked)
 	smp_mb();	/* publish EventIdx before reading shadow doorbells */
 
 	nvmet_mdev_doorbell_zap(ctrl);
+	/* cq->head is only a hint here, nvmet_mdev_cq_retry() locks */
 	if (nvmet_mdev_sq_has_work(sq) ||
 	    (cq_parked && nvmet_mdev_db_read(ctrl,
-			nvmet_mdev_cq_db_idx(sq->cq->qid)) != sq->cq->head))
-		return;
+			nvmet_mdev_cq_db_idx(sq->cq->qid)) !=
+			data_race(sq->cq->head)))
+		return false;
 
 	wait_event_idle(sq->wq, READ_ONCE(sq->kicked) ||
 			READ_ONCE(sq->dp->pause_count) ||
 			kthread_should_stop());
+	return true;
+}
+
+/*
+ * Woken by a fault on the doorbell page, the thread may find nothing new:
+ * the faulting vCPU has not retried its doorbell write yet.  Zapping the
+ * page again right away would make that write fault again, and on a slow
+ * or overcommitted host the two can chase each other for a long time.
+ * So the first idle period after a wake-up with nothing to do is a nap
+ * with the page left mapped; the thread zaps and sleeps after that.
+ */
+static void nvmet_mdev_sq_nap(struct nvmet_mdev_sq *sq)
+{
+	WRITE_ONCE(sq->kicked, false);
+	smp_mb();	/* clear kicked before looking at the doorbells */
+	if (nvmet_mdev_sq_has_work(sq))
+		return;
+	wait_event_idle_timeout(sq->wq, READ_ONCE(sq->kicked) ||
+				READ_ONCE(sq->dp->pause_count) ||
+				kthread_should_stop(), 1);
 }
 
 static int nvmet_mdev_sq_thread(void *data)
@@ -510,7 +536,7 @@ static int nvmet_mdev_sq_thread(void *data)
 	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
 	u64 poll_ns = (u64)ctrl->params.poll_idle_us * NSEC_PER_USEC;
 	u64 last = local_clock();
-	bool parked;
+	bool parked, woken = false;
 	int n;
 
 	if (!sq->qid) {
@@ -531,6 +557,7 @@ static int nvmet_mdev_sq_thread(void *data)
 		n = sq->broken ? 0 : nvmet_mdev_sq_process(sq);
 		parked = nvmet_mdev_cq_retry(sq);
 		if (n) {
+			woken = false;
 			last = local_clock();
 			cond_resched();
 			continue;
@@ -539,7 +566,12 @@ static int nvmet_mdev_sq_thread(void *data)
 			cpu_relax();
 			continue;
 		}
-		nvmet_mdev_sq_sleep(sq, parked);
+		if (woken) {
+			woken = false;
+			nvmet_mdev_sq_nap(sq);
+		} else {
+			woken = nvmet_mdev_sq_sleep(sq, parked);
+		}
 		last = local_clock();
 	}
 	return 0;
