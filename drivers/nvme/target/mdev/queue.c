@@ -305,7 +305,7 @@ static bool nvmet_mdev_cq_full(struct nvmet_mdev_cq *cq, u32 *bad)
 			*bad = head;
 		return true;
 	}
-	cq->head = head;
+	WRITE_ONCE(cq->head, head);	/* read locklessly by the threads */
 	return next == head;
 }
 
@@ -498,11 +498,10 @@ static bool nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq, bool cq_parked)
 	smp_mb();	/* publish EventIdx before reading shadow doorbells */
 
 	nvmet_mdev_doorbell_zap(ctrl);
-	/* cq->head is only a hint here, nvmet_mdev_cq_retry() locks */
 	if (nvmet_mdev_sq_has_work(sq) ||
 	    (cq_parked && nvmet_mdev_db_read(ctrl,
 			nvmet_mdev_cq_db_idx(sq->cq->qid)) !=
-			data_race(sq->cq->head)))
+			READ_ONCE(sq->cq->head)))
 		return false;
 
 	wait_event_idle(sq->wq, READ_ONCE(sq->kicked) ||
