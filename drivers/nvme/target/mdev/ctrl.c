@@ -431,6 +431,8 @@ const struct nvmet_fabrics_ops nvmet_mdev_fabrics_ops = {
 	.owner			= THIS_MODULE,
 	.type			= NVMET_TRANSPORT_MDEV,
 	.msdbd			= 1,
+	/* Guest pages go to the block layer as they are: no byte granularity. */
+	.flags			= NVMF_SGLS_DWORD_ALIGNED,
 	.queue_response		= nvmet_mdev_queue_response,
 	.add_port		= nvmet_mdev_add_port,
 	.remove_port		= nvmet_mdev_remove_port,

@@ -32,8 +32,8 @@ fio_verify() {
 	# fio_verify BS: randrw with crc32c verify over the whole namespace
 	cd /tmp || return
 	fio --name=verify --filename=$dev --direct=1 --ioengine=io_uring \
-		--rw=randrw --bs="$1" --iodepth=16 --numjobs=2 --size=16M \
-		--offset_increment=32M --verify=crc32c --verify_fatal=1 \
+		--rw=randrw --bs="$1" --iodepth=16 --numjobs=2 --size=2M \
+		--offset_increment=64M --verify=crc32c --verify_fatal=1 \
 		--verify_state_save=0 --do_verify=1 --group_reporting \
 		--output-format=terse --terse-version=3 --output=/tmp/fio.out \
 		> /tmp/fio.err 2>&1
@@ -48,9 +48,9 @@ big_io() {
 	# big_io: 1 MiB direct I/O, written and read back
 	local bs=1M
 	echo 1024 > /sys/block/nvme0n1/queue/max_sectors_kb 2>/dev/null
-	head -c 4M /dev/urandom > /tmp/pattern
+	head -c 2M /dev/urandom > /tmp/pattern
 	check "1 MiB writes" dd if=/tmp/pattern of=$dev bs=$bs oflag=direct status=none
-	check "1 MiB reads" dd if=$dev of=/tmp/back bs=$bs count=4 iflag=direct status=none
+	check "1 MiB reads" dd if=$dev of=/tmp/back bs=$bs count=2 iflag=direct status=none
 	check "data read back matches" cmp /tmp/pattern /tmp/back
 	cat /sys/block/nvme0n1/queue/max_sectors_kb /sys/module/nvme/parameters/sgl_threshold
 }
