@@ -12,8 +12,17 @@ modprobe nvmet-mdev || die "modprobe nvmet-mdev"
 uuid=$(create_mdev 1) || die "create mdev"
 echo 1 > /sys/kernel/debug/kmemleak 2>/dev/null
 
-"$NVMET_MDEV_HARNESS/client/run.sh" "$uuid" /tmp/client.img
+# Conformance and hostile cases with doorbells written through the mmap'ed
+# page, as a KVM guest does; then the seeded fuzzer, 20k commands per
+# binding, with trapped doorbell writes (the fuzzer's own budget in time
+# is NVMET_MDEV_FUZZ_SECS).
+c=$NVMET_MDEV_HARNESS/client/run.sh
+"$c" -t regs_test -t admin_test -t io_test -t irq_test -t hostile_test \
+	"$uuid" /tmp/client.img
 rc=$?
+NVMET_MDEV_FUZZ_CMDS=${NVMET_MDEV_FUZZ_CMDS:-20000} \
+NVMET_MDEV_FUZZ_SECS=${NVMET_MDEV_FUZZ_SECS:-300} \
+	"$c" -d pwrite -t fuzz_test "$uuid" /tmp/client.img || rc=1
 
 tap_ok "client: remove the mdev after the tests" remove_mdev "$uuid"
 teardown_nvmet
