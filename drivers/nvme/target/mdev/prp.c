@@ -191,7 +191,7 @@ static u16 nvmet_mdev_sgl_collect(struct nvmet_mdev_iod *iod, size_t len,
 	struct nvme_sgl_desc seg = iod->cmd.common.dptr.sgl;
 	unsigned int nd = 0, ne = 0, nsegs = 0, nseg, i, k;
 	bool last = false, in_segment = false;
-	u64 total = 0, addr;
+	u64 total = 0, gran = 0, addr;
 	u32 dlen;
 	u8 type;
 
@@ -254,11 +254,11 @@ next:
 	}
 
 check:
+	/* Lengths first: a list that does not add up is Data SGL Length Invalid. */
 	for (i = 0; i < nd; i++) {
 		addr = le64_to_cpu(descs[i].addr);
 		dlen = le32_to_cpu(descs[i].length);
-		if ((addr | dlen) & 3)
-			return NVME_SC_SGL_INVALID_GRANULARITY | NVME_STATUS_DNR;
+		gran |= addr | dlen;
 		total += dlen;
 		if (total > len)
 			return NVME_SC_SGL_INVALID_DATA | NVME_STATUS_DNR;
@@ -268,6 +268,9 @@ check:
 	}
 	if (total != len)
 		return NVME_SC_SGL_INVALID_DATA | NVME_STATUS_DNR;
+	/* Identify reports dword alignment and granularity (SGLS = 10b). */
+	if (gran & 3)
+		return NVME_SC_SGL_INVALID_GRANULARITY | NVME_STATUS_DNR;
 
 	*nr_descs = nd;
 	*nents = ne;
