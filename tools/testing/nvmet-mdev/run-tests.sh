@@ -44,7 +44,11 @@ for t in "${tests[@]}"; do
 	start=$(date +%s)
 	case "$name" in
 	host-*) "$t" > "$log" 2>&1 ;;
-	*) "$here/vm.sh" --timeout "${NVMET_MDEV_TEST_TIMEOUT:-1200}" -- "$t" > "$log" 2>&1 ;;
+	*)
+		# A test may ask for more time with a "# timeout: SECONDS" line.
+		limit=$(sed -n 's/^# timeout: *\([0-9][0-9]*\)$/\1/p' "$t" | head -1)
+		"$here/vm.sh" --timeout "${NVMET_MDEV_TEST_TIMEOUT:-${limit:-1200}}" \
+			-- "$t" > "$log" 2>&1 ;;
 	esac
 	rc=$?
 	secs=$(( $(date +%s) - start ))

@@ -5,6 +5,7 @@
 # conformance, hostile-input and fuzz cases, through the VFIO container
 # and through iommufd, against a file-backed namespace whose backing file
 # the tests read to check the data.  Each case is one TAP result.
+# timeout: 3000
 . "$(dirname "$0")/../lib.sh"
 nqn=nqn.2026-11.org.example:client
 # The namespace is a loop device over a file, so that nvmet's block
