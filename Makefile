@@ -86,7 +86,8 @@ kernel: source $(OBJ)/.config $(GOBJ)/.config
 
 # Static checks on the driver: sparse, W=1 and checkpatch --strict.
 lint: kernel
-	$(KMAKE) C=2 W=1 drivers/nvme/target/mdev/
+	$(KMAKE) C=2 W=1 CHECK="sparse -D__typeof_unqual__=__typeof__" \
+		drivers/nvme/target/mdev/
 	cd $(SRC) && ./scripts/checkpatch.pl --strict --no-tree -q \
 		-f $(TOP)/drivers/nvme/target/mdev/*.[ch] $(TOP)/include/linux/nvmet-mdev.h
 
