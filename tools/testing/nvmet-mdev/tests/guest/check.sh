@@ -77,4 +77,6 @@ mount_check() {
 }
 
 "$@"
-# A clean shutdown of the controller (CC.SHN) happens at power-off.
+# Results are the "check:" lines; a clean shutdown of the controller
+# (CC.SHN) happens at power-off.
+exit 0
