@@ -127,7 +127,7 @@ timeout --foreground -k 10 "$timeout" \
 	qemu-system-x86_64 "${args[@]}" -serial stdio </dev/null 2>&1 |
 	tee "$console" |
 	if [ -n "$echo_prefix" ]; then
-		awk -v p="$echo_prefix" '{ print; print p $0 > "/dev/stderr"; fflush() }'
+		awk -v p="$echo_prefix" '{ print; print p $0 > "/dev/stderr"; fflush(); fflush("/dev/stderr") }'
 	else
 		cat
 	fi
