@@ -104,9 +104,20 @@ args=(
 	$accel -smp "$smp" -m "$mem" -machine q35 -nodefaults -no-reboot
 	-display none -monitor none
 	-kernel "$kernel" -append "$cmdline"
-	-device virtio-rng-pci
-	-virtfs "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
-	-virtfs "local,path=$run,mount_tag=run,security_model=none"
+	-fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
+	-fsdev "local,id=run,path=$run,security_model=none"
+)
+# In nested guests the virtio devices are legacy ones, notified through
+# I/O ports: an MMIO notify write in a guest of the TCG-emulated SVM
+# sometimes ended in "KVM internal error. Suberror: 3" (an NPF exit that
+# reports an event being delivered) at the virtio BAR, early in the
+# guest's init, whatever the mdev was doing.
+virtio=
+[ $guest -eq 1 ] && virtio=",disable-modern=on,disable-legacy=off"
+args+=(
+	-device "virtio-rng-pci$virtio"
+	-device "virtio-9p-pci,fsdev=root,mount_tag=root$virtio"
+	-device "virtio-9p-pci,fsdev=run,mount_tag=run$virtio"
 )
 if [ ${#mdevs[@]} -gt 0 ]; then
 	[ $iommufd -eq 1 ] && args+=(-object iommufd,id=iommufd0)
