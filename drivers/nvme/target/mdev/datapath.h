@@ -139,7 +139,9 @@ struct nvmet_mdev_sq {
 	struct task_struct	*thread;
 	wait_queue_head_t	wq;
 	bool			kicked;
+	bool			asleep;		/* set under dp->pause_lock */
 	bool			parked;		/* dp->pause_lock */
+	u64			watch_until;	/* local_clock(), admin SQ */
 	bool			starved;	/* waiting for a free iod */
 
 	atomic_t		inflight;	/* commands holding data pages */
@@ -165,6 +167,9 @@ struct nvmet_mdev_dp {
 	/* pausing queue threads: dma_unmap, Doorbell Buffer Config */
 	spinlock_t		pause_lock;
 	unsigned int		pause_count;
+	/* queue threads running and asleep (pause_lock) */
+	unsigned int		nr_threads;
+	unsigned int		nr_asleep;
 	wait_queue_head_t	pause_wq;
 
 	/* pin cache: chunk index -> page array, tagged 1 if fully pinned */

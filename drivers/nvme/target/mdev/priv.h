@@ -182,6 +182,7 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 			  const void *buf, u32 count);
 /* A guest touched the zapped doorbell page: wake sleeping queue threads. */
 void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl);
 /* vfio dma_unmap callback: drop every pin in [iova, iova + length). */
 void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length);
 

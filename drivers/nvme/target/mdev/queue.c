@@ -4,15 +4,23 @@
  *
  * Every SQ has a kthread which polls the SQ tail doorbell (BAR0 doorbell
  * page, or shadow doorbell), copies new entries out of the guest ring and
- * submits them to nvmet.  After poll_idle_us without new commands it
- * sleeps, using this protocol against lost wake-ups:
+ * submits them to nvmet.  After poll_idle_us without new commands (or as
+ * soon as another task wants the CPU) it sleeps.
  *
- *	thread				guest / device model
- *	kicked = false; mb
- *	EventIdx = tail (shadow dbs); mb
- *	zap the doorbell page		write doorbell (faults: page zapped)
- *	re-check doorbells		fault handler: insert page, then kick
- *	sleep until kicked		(trapped write: store, then kick)
+ * All doorbells share one page, which the guest writes without trapping
+ * while it is mapped.  So while any queue thread is awake, it watches the
+ * doorbells of the sleeping ones and wakes them; the last thread to go to
+ * sleep zaps the page, and the next guest access faults, which maps the
+ * page again and wakes the admin queue thread to watch for the write the
+ * guest is about to retry.  No wake-up is lost:
+ *
+ *	thread going to sleep		guest / device model
+ *	asleep, kicked = false; mb
+ *	EventIdx = head (shadow dbs); mb
+ *	last asleep: zap the page	write doorbell (faults if zapped)
+ *	re-check own doorbells		fault: map page, admin thread watches
+ *	last asleep: check all others	(trapped write: store, then kick)
+ *	sleep until kicked		awake threads: check the sleepers
  *
  * Completions are posted by nvmet_mdev_queue_response() from whatever
  * context nvmet completes in.  When the CQ is full, completions are parked
@@ -20,7 +28,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/stat.h>
 #include <linux/slab.h>
 
 #include "datapath.h"
@@ -38,8 +48,8 @@ static void nvmet_mdev_sq_kick(struct nvmet_mdev_sq *sq)
  * nvmet_mdev_doorbell_kick() - wake every queue thread of a controller
  * @ctrl: the controller
  *
- * Called by the device model when the guest touches the zapped doorbell
- * page, after the page has been mapped again.  Any process context.
+ * For changes every thread must look at: the end of a pause, a CQ that
+ * became full (its head doorbell must be watched).  Any context.
  */
 void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl)
 {
@@ -52,6 +62,31 @@ void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl)
 		sq = rcu_dereference(dp->sqs[qid]);
 		if (sq)
 			nvmet_mdev_sq_kick(sq);
+	}
+	rcu_read_unlock();
+}
+
+/* How long the admin thread watches the doorbells after a page fault. */
+#define NVMET_MDEV_WATCH_NS	(2 * NSEC_PER_MSEC)
+
+/**
+ * nvmet_mdev_doorbell_fault() - the guest touched the zapped doorbell page
+ * @ctrl: the controller
+ *
+ * Called by the device model after it mapped the page again: the access
+ * (usually a doorbell write, retried once the fault is resolved) has not
+ * happened yet, so the admin queue thread watches every doorbell for a
+ * while and wakes the queue threads that get work.  Any process context.
+ */
+void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_mdev_sq *sq;
+
+	rcu_read_lock();
+	sq = rcu_dereference(ctrl->dp->sqs[0]);
+	if (sq) {
+		WRITE_ONCE(sq->watch_until, local_clock() + NVMET_MDEV_WATCH_NS);
+		nvmet_mdev_sq_kick(sq);
 	}
 	rcu_read_unlock();
 }
@@ -236,7 +271,7 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
 	if (unlikely(tail >= sq->size)) {
 		nvmet_mdev_bad_db(ctrl, sq->qid, &sq->bad_db, tail);
 		if (!sq->qid)
-			sq->broken = true;
+			WRITE_ONCE(sq->broken, true);
 		return 0;
 	}
 
@@ -267,14 +302,22 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
 	return n;
 }
 
+/* Also called by other queue threads for a sleeping one. */
 static bool nvmet_mdev_sq_has_work(struct nvmet_mdev_sq *sq)
 {
-	if (sq->broken)
+	struct nvmet_mdev_cq *cq = sq->cq;
+
+	if (READ_ONCE(sq->broken))
 		return false;
-	if (READ_ONCE(sq->starved))
-		return !llist_empty(&sq->free_iods);
-	return nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid)) !=
-		sq->head;
+	if (READ_ONCE(sq->starved) && !llist_empty(&sq->free_iods))
+		return true;
+	if (nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid)) !=
+	    READ_ONCE(sq->head) && !READ_ONCE(sq->starved))
+		return true;
+	/* Parked completions wait for the host to move the CQ head. */
+	return !list_empty_careful(&cq->parked) &&
+		nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_cq_db_idx(cq->qid)) !=
+		READ_ONCE(cq->head);
 }
 
 /* ------------------------------------------------------------------ */
@@ -408,11 +451,8 @@ void nvmet_mdev_queue_response(struct nvmet_req *req)
 		nvmet_mdev_irq_raise(cq->ctrl, cq->vector);
 }
 
-/*
- * Post parked completions that fit now (queue thread).  Returns true if
- * some are still waiting for the host to consume entries.
- */
-static bool nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
+/* Post parked completions that fit now (queue thread). */
+static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 {
 	struct nvmet_mdev_cq *cq = sq->cq;
 	struct nvmet_mdev_iod *iod, *tmp;
@@ -423,7 +463,7 @@ static bool nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 	bool irq, more;
 
 	if (list_empty_careful(&cq->parked))
-		return false;
+		return;
 
 	spin_lock_irqsave(&cq->lock, flags);
 	while (!list_empty(&cq->parked) && cq->cqes &&
@@ -451,7 +491,6 @@ static bool nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 
 		nvmet_mdev_bad_db(sq->ctrl, cq->qid, &reported, bad);
 	}
-	return more;
 }
 
 /* ------------------------------------------------------------------ */
@@ -482,51 +521,58 @@ static int nvmet_mdev_admin_setup(struct nvmet_mdev_sq *sq)
 	return 0;
 }
 
-/*
- * Sleep until kicked.  Returns true if woken by a kick (or for a pause or
- * stop), false if the doorbells changed before the thread went to sleep.
- */
-static bool nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq, bool cq_parked)
+/* Wake the sleeping queue threads that have work to do. */
+static void nvmet_mdev_wake_sleepers(struct nvmet_mdev_sq *self)
+{
+	struct nvmet_mdev_dp *dp = self->dp;
+	struct nvmet_mdev_sq *sq;
+	int qid;
+
+	if (!READ_ONCE(dp->nr_asleep))
+		return;
+	rcu_read_lock();
+	for (qid = 0; qid <= dp->nr_io_queues; qid++) {
+		sq = rcu_dereference(dp->sqs[qid]);
+		if (sq && sq != self && READ_ONCE(sq->asleep) &&
+		    !READ_ONCE(sq->kicked) && nvmet_mdev_sq_has_work(sq))
+			nvmet_mdev_sq_kick(sq);
+	}
+	rcu_read_unlock();
+}
+
+/* Sleep until kicked, following the protocol at the top of this file. */
+static void nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq)
 {
 	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
+	struct nvmet_mdev_dp *dp = sq->dp;
+	bool last;
 
+	spin_lock(&dp->pause_lock);
 	WRITE_ONCE(sq->kicked, false);
-	smp_mb();	/* clear kicked before looking at the doorbells */
+	WRITE_ONCE(sq->asleep, true);
+	WRITE_ONCE(dp->nr_asleep, dp->nr_asleep + 1);
+	last = dp->nr_asleep == dp->nr_threads;
+	spin_unlock(&dp->pause_lock);
+	smp_mb();	/* asleep and kicked before looking at the doorbells */
 
 	nvmet_mdev_eventidx_write(ctrl, nvmet_mdev_sq_db_idx(sq->qid),
 				  sq->head);
 	smp_mb();	/* publish EventIdx before reading shadow doorbells */
 
-	nvmet_mdev_doorbell_zap(ctrl);
-	if (nvmet_mdev_sq_has_work(sq) ||
-	    (cq_parked && nvmet_mdev_db_read(ctrl,
-			nvmet_mdev_cq_db_idx(sq->cq->qid)) !=
-			READ_ONCE(sq->cq->head)))
-		return false;
+	if (last)
+		nvmet_mdev_doorbell_zap(ctrl);
+	if (!nvmet_mdev_sq_has_work(sq)) {
+		if (last)
+			nvmet_mdev_wake_sleepers(sq);
+		wait_event_idle(sq->wq, READ_ONCE(sq->kicked) ||
+				READ_ONCE(dp->pause_count) ||
+				kthread_should_stop());
+	}
 
-	wait_event_idle(sq->wq, READ_ONCE(sq->kicked) ||
-			READ_ONCE(sq->dp->pause_count) ||
-			kthread_should_stop());
-	return true;
-}
-
-/*
- * Woken by a fault on the doorbell page, the thread may find nothing new:
- * the faulting vCPU has not retried its doorbell write yet.  Zapping the
- * page again right away would make that write fault again, and on a slow
- * or overcommitted host the two can chase each other for a long time.
- * So the first idle period after a wake-up with nothing to do is a nap
- * with the page left mapped; the thread zaps and sleeps after that.
- */
-static void nvmet_mdev_sq_nap(struct nvmet_mdev_sq *sq)
-{
-	WRITE_ONCE(sq->kicked, false);
-	smp_mb();	/* clear kicked before looking at the doorbells */
-	if (nvmet_mdev_sq_has_work(sq))
-		return;
-	wait_event_idle_timeout(sq->wq, READ_ONCE(sq->kicked) ||
-				READ_ONCE(sq->dp->pause_count) ||
-				kthread_should_stop(), 1);
+	spin_lock(&dp->pause_lock);
+	WRITE_ONCE(sq->asleep, false);
+	WRITE_ONCE(dp->nr_asleep, dp->nr_asleep - 1);
+	spin_unlock(&dp->pause_lock);
 }
 
 static int nvmet_mdev_sq_thread(void *data)
@@ -534,15 +580,14 @@ static int nvmet_mdev_sq_thread(void *data)
 	struct nvmet_mdev_sq *sq = data;
 	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
 	u64 poll_ns = (u64)ctrl->params.poll_idle_us * NSEC_PER_USEC;
-	u64 last = local_clock();
-	bool parked, woken = false;
+	u64 now, last = local_clock();
 	int n;
 
 	if (!sq->qid) {
 		if (nvmet_mdev_admin_setup(sq)) {
 			dev_warn(&ctrl->vdev.device,
 				 "cannot map the admin queues\n");
-			sq->broken = true;
+			WRITE_ONCE(sq->broken, true);
 			nvmet_mdev_ctrl_fatal(ctrl);
 		} else {
 			nvmet_mdev_csts_set(ctrl, NVME_CSTS_RDY, 0);
@@ -553,24 +598,27 @@ static int nvmet_mdev_sq_thread(void *data)
 		if (nvmet_mdev_sq_check_pause(sq))
 			continue;
 
-		n = sq->broken ? 0 : nvmet_mdev_sq_process(sq);
-		parked = nvmet_mdev_cq_retry(sq);
+		n = READ_ONCE(sq->broken) ? 0 : nvmet_mdev_sq_process(sq);
+		nvmet_mdev_cq_retry(sq);
+		nvmet_mdev_wake_sleepers(sq);
+		now = local_clock();
 		if (n) {
-			woken = false;
-			last = local_clock();
+			last = now;
 			cond_resched();
 			continue;
 		}
-		if (local_clock() - last < poll_ns && !need_resched()) {
+		/* Spin only while nobody else wants this CPU (the vCPU?). */
+		if (now - last < poll_ns && !need_resched() &&
+		    single_task_running()) {
 			cpu_relax();
 			continue;
 		}
-		if (woken) {
-			woken = false;
-			nvmet_mdev_sq_nap(sq);
-		} else {
-			woken = nvmet_mdev_sq_sleep(sq, parked);
+		/* After a doorbell page fault: wait for the guest's write. */
+		if (now < READ_ONCE(sq->watch_until)) {
+			usleep_range(20, 50);
+			continue;
 		}
+		nvmet_mdev_sq_sleep(sq);
 		last = local_clock();
 	}
 	return 0;
@@ -666,6 +714,20 @@ free:
 	return NULL;
 }
 
+/* Stop the queue thread, if it is still running. */
+static void nvmet_mdev_sq_stop(struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_dp *dp = sq->dp;
+
+	if (!sq->thread)
+		return;
+	kthread_stop(sq->thread);
+	spin_lock(&dp->pause_lock);
+	sq->thread = NULL;
+	dp->nr_threads--;
+	spin_unlock(&dp->pause_lock);
+}
+
 static void nvmet_mdev_sq_free(struct nvmet_mdev_ctrl *ctrl,
 			       struct nvmet_mdev_sq *sq)
 {
@@ -678,12 +740,7 @@ static void nvmet_mdev_sq_free(struct nvmet_mdev_ctrl *ctrl,
 	RCU_INIT_POINTER(dp->sqs[sq->qid], NULL);
 	mutex_unlock(&dp->qlock);
 
-	if (sq->thread) {
-		kthread_stop(sq->thread);
-		spin_lock(&dp->pause_lock);
-		sq->thread = NULL;
-		spin_unlock(&dp->pause_lock);
-	}
+	nvmet_mdev_sq_stop(sq);
 
 	/* Waits for the commands in flight, failing AERs on the admin SQ. */
 	if (sq->nvme_sq.ctrl)
@@ -715,6 +772,7 @@ static int nvmet_mdev_sq_start(struct nvmet_mdev_ctrl *ctrl,
 
 	spin_lock(&dp->pause_lock);
 	sq->thread = t;
+	dp->nr_threads++;
 	spin_unlock(&dp->pause_lock);
 
 	mutex_lock(&dp->qlock);
@@ -956,12 +1014,8 @@ void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl)
 	int qid;
 
 	sq = rcu_access_pointer(dp->sqs[0]);
-	if (sq && sq->thread) {
-		kthread_stop(sq->thread);
-		spin_lock(&dp->pause_lock);
-		sq->thread = NULL;
-		spin_unlock(&dp->pause_lock);
-	}
+	if (sq)
+		nvmet_mdev_sq_stop(sq);
 
 	for (qid = NVMET_MDEV_MAX_IO_QUEUES; qid >= 0; qid--) {
 		sq = rcu_access_pointer(dp->sqs[qid]);
@@ -1000,7 +1054,7 @@ void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len)
 		sq = rcu_dereference_protected(dp->sqs[qid],
 					       lockdep_is_held(&dp->qlock));
 		if (sq && nvmet_mdev_gmap_overlaps(&sq->ring, iova, len)) {
-			sq->broken = true;
+			WRITE_ONCE(sq->broken, true);
 			sq->sqes = NULL;
 			nvmet_mdev_gunmap(&sq->ring);
 			fatal = true;

@@ -164,7 +164,7 @@ static vm_fault_t nvmet_mdev_db_fault(struct vm_fault *vmf)
 	 * the mapping again after this will be woken by the next fault.
 	 */
 	ret = vmf_insert_page(vma, vmf->address, ctrl->db_page);
-	nvmet_mdev_doorbell_kick(ctrl);
+	nvmet_mdev_doorbell_fault(ctrl);
 	return ret;
 }
 
