@@ -17,6 +17,7 @@
 #include <linux/pci_regs.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/vfio.h>
 
 #include "priv.h"
 
@@ -51,7 +52,11 @@ bool nvmet_mdev_irq_vector_valid(struct nvmet_mdev_ctrl *ctrl, u16 vector)
 	return vector < nvmet_mdev_nr_vectors(ctrl);
 }
 
-/* Signal INTx, emulating a level interrupt that masks itself. */
+/*
+ * Signal INTx, emulating a level interrupt that masks itself until the
+ * user unmasks it (VFIO_IRQ_SET_ACTION_UNMASK, or the resample eventfd
+ * KVM signals on the guest's EOI).
+ */
 static void nvmet_mdev_intx_raise(struct nvmet_mdev_ctrl *ctrl)
 {
 	struct nvmet_mdev_irqs *irqs = &ctrl->irqs;
@@ -70,6 +75,33 @@ static void nvmet_mdev_intx_raise(struct nvmet_mdev_ctrl *ctrl)
 	}
 	irqs->intx_masked = true;
 	eventfd_signal(irqs->intx);
+}
+
+/*
+ * The resample eventfd fired (the guest acknowledged INTx).  Its wake-up
+ * runs under the eventfd's lock, and nvmet_mdev_irq_raise() signals
+ * eventfds under irqs->lock, so the unmask is done from the virqfd's work
+ * item by nvmet_mdev_intx_resample_thread().
+ */
+static int nvmet_mdev_intx_resample(void *opaque, void *unused)
+{
+	return 1;
+}
+
+/* Unmask INTx, raising it again if it was raised while masked. */
+static void nvmet_mdev_intx_resample_thread(void *opaque, void *unused)
+{
+	struct nvmet_mdev_ctrl *ctrl = opaque;
+	struct nvmet_mdev_irqs *irqs = &ctrl->irqs;
+	unsigned long flags;
+
+	spin_lock_irqsave(&irqs->lock, flags);
+	irqs->intx_masked = false;
+	if (irqs->intx_pending && irqs->mode == VFIO_PCI_INTX_IRQ_INDEX) {
+		irqs->intx_pending = false;
+		nvmet_mdev_intx_raise(ctrl);
+	}
+	spin_unlock_irqrestore(&irqs->lock, flags);
 }
 
 /**
@@ -237,6 +269,8 @@ static void nvmet_mdev_irq_disable(struct nvmet_mdev_ctrl *ctrl, u32 index)
 	}
 	spin_unlock_irqrestore(&irqs->lock, flags);
 
+	if (index == VFIO_PCI_INTX_IRQ_INDEX)
+		vfio_virqfd_disable(&irqs->intx_unmask);
 	for (i = 0; i < nr; i++)
 		if (old[i])
 			eventfd_ctx_put(old[i]);
@@ -281,9 +315,20 @@ static int nvmet_mdev_intx_mask(struct nvmet_mdev_ctrl *ctrl, u32 action,
 {
 	struct nvmet_mdev_irqs *irqs = &ctrl->irqs;
 	unsigned long flags;
+	s32 fd;
 
-	if (data_type == VFIO_IRQ_SET_DATA_EVENTFD)
-		return -EINVAL;	/* no resampling irqfd: user space unmasks */
+	if (data_type == VFIO_IRQ_SET_DATA_EVENTFD) {
+		/* A resampling irqfd: KVM signals it on the guest's EOI. */
+		if (action != VFIO_IRQ_SET_ACTION_UNMASK || count != 1)
+			return -EINVAL;
+		memcpy(&fd, data, sizeof(fd));
+		if (fd >= 0)
+			return vfio_virqfd_enable(ctrl, nvmet_mdev_intx_resample,
+						  nvmet_mdev_intx_resample_thread,
+						  NULL, &irqs->intx_unmask, fd);
+		vfio_virqfd_disable(&irqs->intx_unmask);
+		return 0;
+	}
 	if (count != 1 || (data_type == VFIO_IRQ_SET_DATA_BOOL && !data[0]))
 		return 0;
 

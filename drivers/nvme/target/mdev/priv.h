@@ -104,6 +104,7 @@ struct nvmet_mdev_irqs {
 	struct eventfd_ctx	*intx;
 	bool			intx_masked;
 	bool			intx_pending;	/* raised while masked */
+	struct virqfd		*intx_unmask;	/* resample eventfd */
 	struct eventfd_ctx	*err;		/* never signalled */
 	struct eventfd_ctx	*req;		/* unplug request */
 };
