@@ -173,10 +173,12 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 
 	switch (off) {
 	case NVME_REG_INTMS:
-		ctrl->regs.intms |= val;
+		WRITE_ONCE(ctrl->regs.intms, ctrl->regs.intms | val);
 		break;
 	case NVME_REG_INTMC:
-		ctrl->regs.intms &= ~val;
+		WRITE_ONCE(ctrl->regs.intms, ctrl->regs.intms & ~val);
+		/* An INTx raised while masked fires now. */
+		nvmet_mdev_irq_unmasked(ctrl);
 		break;
 	case NVME_REG_CC:
 		nvmet_mdev_write_cc(ctrl, val);
