@@ -3,7 +3,8 @@
  * nvmet-mdev interrupts: MSI-X vectors wired to eventfds through
  * VFIO_DEVICE_SET_IRQS, one vector per CQ, shared vectors, CQs without
  * interrupts, coalescing, detaching vectors ("masking" as QEMU does it:
- * QEMU emulates the MSI-X table and swaps eventfds), INTx, bad SET_IRQS.
+ * QEMU emulates the MSI-X table and swaps eventfds), INTx with user space
+ * and resample-eventfd unmasking, bad SET_IRQS.
  */
 #include <sys/eventfd.h>
 
@@ -426,19 +427,78 @@ TEST_F(irq, intx)
 			 VFIO_PCI_INTX_IRQ_INDEX, 0, 1, NULL, 0);
 	/*
 	 * INTMS bit 0 masks the (single) INTx vector: no interrupt while
-	 * masked; INTMC unmasks it.  Unsure whether the driver implements
-	 * INTMS/INTMC for INTx; checked only when INTMS reads back the bit.
+	 * masked; INTMC unmasks it, and the interrupt raised meanwhile
+	 * fires then.
 	 */
 	nvme_write32(ctrl, NVME_REG_INTMS, 1);
-	if (nvme_read32(ctrl, NVME_REG_INTMS) & 1) {
-		nvme_irq_drain(ctrl, 0);
-		ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
-		usleep(50 * 1000);
-		EXPECT_EQ(0, nvme_irq_drain(ctrl, 0));
-		nvme_write32(ctrl, NVME_REG_INTMC, 1);
-		EXPECT_EQ(0, nvme_read32(ctrl, NVME_REG_INTMS) & 1);
-	}
+	ASSERT_EQ(1, nvme_read32(ctrl, NVME_REG_INTMS) & 1);
+	nvme_irq_drain(ctrl, 0);
+	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
+	usleep(50 * 1000);
+	EXPECT_EQ(0, nvme_irq_drain(ctrl, 0));
+	nvme_write32(ctrl, NVME_REG_INTMC, 1);
+	EXPECT_EQ(0, nvme_read32(ctrl, NVME_REG_INTMS) & 1);
+	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
 	vfio_irq_disable(dev, VFIO_PCI_INTX_IRQ_INDEX);
+}
+
+/*
+ * INTx with a resample eventfd, as QEMU wires it to a KVM resampling
+ * irqfd: INTx masks itself when raised, and a signal on the resample
+ * eventfd (KVM: the guest's EOI) unmasks it and raises it again if the
+ * controller raised it meanwhile.
+ */
+TEST_F(irq, intx_resample_eventfd)
+{
+	struct nvme_ctrl *ctrl = self->ctrl;
+	struct vfio_dev *dev = &self->c.dev;
+	uint32_t count = 0;
+	uint64_t one = 1;
+	int fd, rfd;
+
+	if (vfio_irq_count(dev, VFIO_PCI_INTX_IRQ_INDEX, &count, NULL) || !count)
+		SKIP(return, "no INTx");
+	nvme_irq_teardown(ctrl);
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ASSERT_GE(fd, 0);
+	ASSERT_GE(rfd, 0);
+	ASSERT_EQ(0, vfio_irq_set_eventfds(dev, VFIO_PCI_INTX_IRQ_INDEX, 0, 1,
+					   &fd));
+	ctrl->irq_fd[0] = fd;
+	ASSERT_EQ(0, vfio_irq_set_raw(dev, VFIO_IRQ_SET_DATA_EVENTFD |
+				      VFIO_IRQ_SET_ACTION_UNMASK,
+				      VFIO_PCI_INTX_IRQ_INDEX, 0, 1, &rfd,
+				      sizeof(rfd)));
+
+	/* Raised once, then masked: the next completion does not fire... */
+	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
+	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
+	usleep(50 * 1000);
+	EXPECT_EQ(0, nvme_irq_drain(ctrl, 0));
+	/* ...until the resample eventfd unmasks it: pending, so it fires. */
+	ASSERT_EQ(sizeof(one), write(rfd, &one, sizeof(one)));
+	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+	/* Unmasked with nothing pending: the next completion fires. */
+	ASSERT_EQ(sizeof(one), write(rfd, &one, sizeof(one)));
+	usleep(20 * 1000);
+	EXPECT_EQ(0, nvme_irq_drain(ctrl, 0));
+	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
+	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+
+	/* The resample eventfd is only for UNMASK; fd -1 removes it. */
+	EXPECT_NE(0, vfio_irq_set_raw(dev, VFIO_IRQ_SET_DATA_EVENTFD |
+				      VFIO_IRQ_SET_ACTION_MASK,
+				      VFIO_PCI_INTX_IRQ_INDEX, 0, 1, &rfd,
+				      sizeof(rfd)));
+	fd = -1;
+	EXPECT_EQ(0, vfio_irq_set_raw(dev, VFIO_IRQ_SET_DATA_EVENTFD |
+				      VFIO_IRQ_SET_ACTION_UNMASK,
+				      VFIO_PCI_INTX_IRQ_INDEX, 0, 1, &fd,
+				      sizeof(fd)));
+	vfio_irq_disable(dev, VFIO_PCI_INTX_IRQ_INDEX);
+	close(rfd);
 }
 
 TEST_HARNESS_MAIN
