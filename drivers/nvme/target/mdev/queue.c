@@ -1075,8 +1075,9 @@ void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len)
 	mutex_unlock(&dp->qlock);
 
 	if (fatal) {
-		dev_warn(&ctrl->vdev.device,
-			 "guest unmapped memory of a live queue\n");
+		dev_warn_ratelimited(&ctrl->vdev.device,
+				     "guest unmapped [%#llx, %#llx), holding a live queue\n",
+				     iova, iova + len);
 		nvmet_mdev_ctrl_fatal(ctrl);
 	}
 }
