@@ -3,7 +3,9 @@
 #
 # A nested guest's stock nvme driver gets a working disk: identify data,
 # fio randrw with crc32c verify at 4k and 128k, with shadow doorbells on
-# and off, and 1 MiB I/O at MDTS through SGLs and through PRP lists.
+# (large I/O through SGLs) and off (every doorbell through BAR0, PRP lists
+# only: nvme.sgl_threshold=0), and 1 MiB I/O at MDTS through SGLs and
+# through PRP lists.
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
 nqn=nqn.2026-11.org.example:disk
@@ -17,7 +19,8 @@ queues="nvme.write_queues=2 nvme.poll_queues=1"
 for sdb in 1 0; do
 	echo $sdb > $attr/shadow_doorbells || die "set shadow_doorbells"
 	echo 8 > $attr/mdts
-	out=$(run_guest --mdev "$uuid" --append "$queues" -- \
+	extra=; [ $sdb = 0 ] && extra=" nvme.sgl_threshold=0"
+	out=$(run_guest --mdev "$uuid" --append "$queues$extra" -- \
 		sh -c "$g identify $size 8 $sdb; $g fio_verify 4k; $g fio_verify 128k")
 	rc=$?
 	echo "$out" | grep -aE '^(check:|Node|/dev|mdts|oacs|sgls|mn) ' | sed 's/^/# /'
