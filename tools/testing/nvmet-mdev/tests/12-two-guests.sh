@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Two mdevs on one port, used by two guests at once; then one mdev is removed
-# and re-created and still works.
+# Two mdevs on one port, used by two guests at once, the second one with
+# pin-based interrupts only (pci=nomsi: INTx through the resample eventfd);
+# then one mdev is removed and re-created and still works.
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
 setup_default 1 nqn.2026-11.org.example:a /tmp/a.img 128M || die "nvmet setup a"
@@ -17,7 +18,8 @@ tap_ok "subsysnqn reads back" grep -qx nqn.2026-11.org.example:b /sys/bus/mdev/d
 
 run_guest --mdev "$u1" --mem 768M -- sh -c "$g fio_verify 4k" > /tmp/g1.out 2>&1 &
 p1=$!
-run_guest --mdev "$u2" --mem 768M -- sh -c "$g fio_verify 4k" > /tmp/g2.out 2>&1 &
+run_guest --mdev "$u2" --mem 768M --append pci=nomsi -- \
+	sh -c "$g fio_verify 4k; $g intx" > /tmp/g2.out 2>&1 &
 p2=$!
 wait $p1; r1=$?
 wait $p2; r2=$?

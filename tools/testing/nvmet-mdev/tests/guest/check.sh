@@ -44,6 +44,18 @@ fio_verify() {
 		test "$(grep '^3;' /tmp/fio.out | head -1 | cut -d';' -f5)" = 0
 }
 
+intx() {
+	# intx: after I/O, the controller's interrupts (boot with pci=nomsi)
+	# are pin-based, and they were delivered
+	local line n
+	line=$(grep nvme0q /proc/interrupts | head -1)
+	echo "$line"
+	n=$(echo "$line" | awk '{ for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; print s + 0 }')
+	check "nvme uses a pin-based interrupt" \
+		test -n "$line" -a -z "$(echo "$line" | grep -i msi)"
+	check "INTx interrupts were delivered ($n)" test "$n" -gt 0
+}
+
 big_io() {
 	# big_io: 1 MiB direct I/O, written and read back
 	local bs=1M
