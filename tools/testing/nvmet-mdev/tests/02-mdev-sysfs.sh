@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # An mdev port registers an mdev parent with a type; mdevs are created and
-# removed through sysfs; mdevctl sees them; removing the port removes it all.
+# removed through sysfs; mdevctl sees them, starts and stops them, and
+# starts a defined (persistent) one with its tunables set through
+# --addattr; removing the port removes it all.
 . "$(dirname "$0")/../lib.sh"
 nqn=nqn.2026-11.org.example:sysfs
 setup_default 1 $nqn /tmp/ns1.img || die "nvmet setup"
@@ -34,6 +36,29 @@ tap_ok "a second mdev on the same port" test -d "/sys/bus/mdev/devices/$u2"
 tap_ok "mdevctl start makes a third" \
 	mdevctl start -u 5a1e8c7e-6f9b-4f7e-9a0c-7f1f3c2d9b01 -p "$(basename "$parent")" -t "$(basename "$t")"
 tap_ok "mdevctl stop removes it" mdevctl stop -u 5a1e8c7e-6f9b-4f7e-9a0c-7f1f3c2d9b01
+
+# Persistent definitions live in /etc/mdevctl.d: a writable copy here.
+u3=0c9d4e2a-3b5f-4d6e-8f70-91a2b3c4d5e6
+cp -a /etc/mdevctl.d /tmp/mdevctl.d || die "copy /etc/mdevctl.d"
+mount -t tmpfs tmpfs /etc/mdevctl.d || die "tmpfs on /etc/mdevctl.d"
+cp -a /tmp/mdevctl.d/. /etc/mdevctl.d/ || die "fill /etc/mdevctl.d"
+tap_ok "mdevctl define" \
+	mdevctl define -u $u3 -p "$(basename "$parent")" -t "$(basename "$t")"
+tap_ok "mdevctl modify --addattr shadow_doorbells" \
+	mdevctl modify -u $u3 --addattr=shadow_doorbells --value=0
+tap_ok "mdevctl modify --addattr poll_idle_us" \
+	mdevctl modify -u $u3 --addattr=poll_idle_us --value=250
+tap_ok "mdevctl modify --addattr subsysnqn" \
+	mdevctl modify -u $u3 --addattr=subsysnqn --value=$nqn
+tap_ok "mdevctl list --defined shows it" eval "mdevctl list --defined | grep -q $u3"
+tap_ok "mdevctl start of the defined mdev" mdevctl start -u $u3
+a=/sys/bus/mdev/devices/$u3
+tap_ok "its shadow_doorbells is 0" grep -qx 0 $a/shadow_doorbells
+tap_ok "its poll_idle_us is 250" grep -qx 250 $a/poll_idle_us
+tap_ok "its subsysnqn is set" grep -qx $nqn $a/subsysnqn
+tap_ok "mdevctl stop, undefine" eval "mdevctl stop -u $u3 && mdevctl undefine -u $u3"
+tap_ok "it is gone" test ! -e $a
+umount /etc/mdevctl.d
 
 unlink_subsys 1 $nqn
 rmdir "$NVMET_CFS/ports/1"
