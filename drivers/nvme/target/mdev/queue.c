@@ -258,6 +258,68 @@ static void nvmet_mdev_exec(struct nvmet_mdev_sq *sq, struct nvmet_mdev_iod *iod
 	req->execute(req);
 }
 
+/*
+ * Map a ring again: at queue creation the rings are mapped, but the guest
+ * (its VMM) may unmap and map again the memory holding them while they
+ * are live; QEMU does so for all of RAM when the firmware changes the
+ * memory layout, with the firmware's NVMe queues in use.  The queue
+ * threads map such rings again when they next need them, and only a ring
+ * whose memory is still not mapped then is a fatal error.
+ */
+static int nvmet_mdev_sq_remap(struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
+	int ret;
+
+	ret = nvmet_mdev_gmap(ctrl, sq->iova,
+			      sq->size * sizeof(struct nvme_command), &sq->ring);
+	if (ret) {
+		dev_warn_ratelimited(&ctrl->vdev.device,
+				     "SQ %u ring at %#llx is not mapped\n",
+				     sq->qid, sq->iova);
+		WRITE_ONCE(sq->broken, true);
+		nvmet_mdev_ctrl_fatal(ctrl);
+		return ret;
+	}
+	sq->sqes = sq->ring.vaddr;
+	return 0;
+}
+
+static int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_cq *cq = sq->cq;
+	struct nvmet_mdev_gmap map = {};
+	struct nvmet_mdev_iod *iod, *tmp;
+	unsigned long flags;
+	LIST_HEAD(drop);
+	int ret;
+
+	ret = nvmet_mdev_gmap(sq->ctrl, cq->iova,
+			      cq->size * sizeof(struct nvme_completion), &map);
+	spin_lock_irqsave(&cq->lock, flags);
+	if (ret) {
+		/* Its completions can never be posted. */
+		cq->dead = true;
+		list_splice_init(&cq->parked, &drop);
+	} else if (!cq->cqes && !cq->dead) {
+		cq->ring = map;
+		cq->cqes = map.vaddr;
+		memset(&map, 0, sizeof(map));
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	nvmet_mdev_gunmap(&map);	/* another thread was first */
+	list_for_each_entry_safe(iod, tmp, &drop, parked)
+		nvmet_mdev_iod_put(iod);
+	if (ret) {
+		dev_warn_ratelimited(&sq->ctrl->vdev.device,
+				     "CQ %u ring at %#llx is not mapped\n",
+				     cq->qid, cq->iova);
+		nvmet_mdev_ctrl_fatal(sq->ctrl);
+	}
+	return ret;
+}
+
 /* Fetch and submit up to a burst of new commands; returns how many. */
 static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
 {
@@ -274,6 +336,9 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
 			WRITE_ONCE(sq->broken, true);
 		return 0;
 	}
+
+	if (unlikely(!sq->sqes) && head != tail && nvmet_mdev_sq_remap(sq))
+		return 0;
 
 	while (head != tail && n < NVMET_MDEV_SQ_BURST) {
 		iod = nvmet_mdev_iod_get(sq);
@@ -430,12 +495,14 @@ void nvmet_mdev_queue_response(struct nvmet_req *req)
 	iod->cqe.sq_head = cpu_to_le16(READ_ONCE(sq->head));
 
 	spin_lock_irqsave(&cq->lock, flags);
-	if (unlikely(cq->dead || !cq->cqes)) {
+	if (unlikely(cq->dead)) {
 		spin_unlock_irqrestore(&cq->lock, flags);
 		nvmet_mdev_iod_put(iod);
 		return;
 	}
-	if (unlikely(!list_empty(&cq->parked) || nvmet_mdev_cq_full(cq, NULL))) {
+	/* Full, or its ring must be mapped again (by a queue thread). */
+	if (unlikely(!list_empty(&cq->parked) || !cq->cqes ||
+		     nvmet_mdev_cq_full(cq, NULL))) {
 		list_add_tail(&iod->parked, &cq->parked);
 		spin_unlock_irqrestore(&cq->lock, flags);
 		/* Have the threads watch the CQ head doorbell. */
@@ -463,6 +530,8 @@ static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 	bool irq, more;
 
 	if (list_empty_careful(&cq->parked))
+		return;
+	if (unlikely(!READ_ONCE(cq->cqes)) && nvmet_mdev_cq_remap(sq))
 		return;
 
 	spin_lock_irqsave(&cq->lock, flags);
@@ -495,31 +564,6 @@ static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 
 /* ------------------------------------------------------------------ */
 /* Queue threads                                                        */
-
-static int nvmet_mdev_admin_setup(struct nvmet_mdev_sq *sq)
-{
-	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
-	struct nvmet_mdev_cq *cq = sq->cq;
-	unsigned long flags;
-	struct nvmet_mdev_gmap map = {};
-	int ret;
-
-	ret = nvmet_mdev_gmap(ctrl, cq->iova,
-			      cq->size * sizeof(struct nvme_completion), &map);
-	if (ret)
-		return ret;
-	spin_lock_irqsave(&cq->lock, flags);
-	cq->ring = map;
-	cq->cqes = map.vaddr;
-	spin_unlock_irqrestore(&cq->lock, flags);
-
-	ret = nvmet_mdev_gmap(ctrl, sq->iova,
-			      sq->size * sizeof(struct nvme_command), &sq->ring);
-	if (ret)
-		return ret;
-	sq->sqes = sq->ring.vaddr;
-	return 0;
-}
 
 /* Wake the sleeping queue threads that have work to do. */
 static void nvmet_mdev_wake_sleepers(struct nvmet_mdev_sq *self)
@@ -583,15 +627,12 @@ static int nvmet_mdev_sq_thread(void *data)
 	u64 now, last = local_clock();
 	int n;
 
+	/* The admin queues are mapped before the controller is ready. */
 	if (!sq->qid) {
-		if (nvmet_mdev_admin_setup(sq)) {
-			dev_warn(&ctrl->vdev.device,
-				 "cannot map the admin queues\n");
+		if (nvmet_mdev_cq_remap(sq) || nvmet_mdev_sq_remap(sq))
 			WRITE_ONCE(sq->broken, true);
-			nvmet_mdev_ctrl_fatal(ctrl);
-		} else {
+		else
 			nvmet_mdev_csts_set(ctrl, NVME_CSTS_RDY, 0);
-		}
 	}
 
 	while (!kthread_should_stop()) {
@@ -1036,8 +1077,8 @@ void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl)
  * @iova: start of the range being unmapped
  * @len: its length
  *
- * Queues whose ring is in the range stop working; the controller reports
- * a fatal status (CSTS.CFS) and waits for a reset.
+ * The rings in the range are unmapped; the queue threads map them again
+ * when they next need them (see nvmet_mdev_sq_remap()).
  */
 void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len)
 {
@@ -1046,7 +1087,6 @@ void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len)
 	struct nvmet_mdev_sq *sq;
 	struct nvmet_mdev_cq *cq;
 	unsigned long flags;
-	bool fatal = false;
 	int qid;
 
 	mutex_lock(&dp->qlock);
@@ -1054,32 +1094,23 @@ void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len)
 		sq = rcu_dereference_protected(dp->sqs[qid],
 					       lockdep_is_held(&dp->qlock));
 		if (sq && nvmet_mdev_gmap_overlaps(&sq->ring, iova, len)) {
-			WRITE_ONCE(sq->broken, true);
 			sq->sqes = NULL;
 			nvmet_mdev_gunmap(&sq->ring);
-			fatal = true;
 		}
 		cq = rcu_dereference_protected(dp->cqs[qid],
 					       lockdep_is_held(&dp->qlock));
 		if (cq && nvmet_mdev_gmap_overlaps(&cq->ring, iova, len)) {
 			spin_lock_irqsave(&cq->lock, flags);
-			cq->dead = true;
 			cq->cqes = NULL;
 			map = cq->ring;
 			memset(&cq->ring, 0, sizeof(cq->ring));
 			spin_unlock_irqrestore(&cq->lock, flags);
 			nvmet_mdev_gunmap(&map);
-			fatal = true;
+			dev_dbg(&ctrl->vdev.device,
+				"CQ %d ring unmapped while live\n", qid);
 		}
 	}
 	mutex_unlock(&dp->qlock);
-
-	if (fatal) {
-		dev_warn_ratelimited(&ctrl->vdev.device,
-				     "guest unmapped [%#llx, %#llx), holding a live queue\n",
-				     iova, iova + len);
-		nvmet_mdev_ctrl_fatal(ctrl);
-	}
 }
 
 /**
