@@ -809,6 +809,52 @@ TEST_F(hostile, unmap_rings_while_live)
 	RECOVER();
 }
 
+/* Unmap a DMA buffer and map the same memory at the same IOVA again. */
+static int remap(struct vfio_dev *dev, struct nvme_dma *m)
+{
+	return vfio_dma_unmap(dev, m->iova, m->size) ?:
+	       vfio_dma_map(dev, m->va, m->iova, m->size);
+}
+
+/*
+ * A VMM unmaps and maps again the memory holding live rings (QEMU does so
+ * for all of RAM when the firmware changes the memory layout while its
+ * NVMe driver has queues): the controller carries on, nothing is lost,
+ * including a completion posted while its CQ was unmapped.
+ */
+TEST_F(hostile, remap_rings_while_live)
+{
+	struct nvme_ctrl *ctrl = self->ctrl;
+	struct vfio_dev *dev = &self->c.dev;
+	struct nvme_sqe sqe = { .opcode = nvme_cmd_flush, .nsid = ctrl->nsid };
+	struct nvme_cqe cqe;
+	uint16_t cid;
+	int i;
+
+	if (!ctrl->nsid)
+		SKIP(return, "no namespace");
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, remap(dev, &ctrl->sq[1].mem));
+		ASSERT_EQ(0, remap(dev, &ctrl->cq[1].mem));
+		ASSERT_EQ(0, remap(dev, &ctrl->sq[0].mem));
+		ASSERT_EQ(0, remap(dev, &ctrl->cq[0].mem));
+		ASSERT_EQ(0, still_works(ctrl, &self->buf));
+	}
+
+	/* The CQ unmapped with a command in flight. */
+	ASSERT_EQ(0, vfio_dma_unmap(dev, ctrl->cq[1].mem.iova,
+				    ctrl->cq[1].mem.size));
+	cid = nvme_submit(ctrl, 1, &sqe);
+	usleep(200 * 1000);
+	ASSERT_EQ(0, vfio_dma_map(dev, ctrl->cq[1].mem.va, ctrl->cq[1].mem.iova,
+				  ctrl->cq[1].mem.size));
+	ASSERT_EQ(0, nvme_cq_poll(ctrl, 1, &cqe, 5000));
+	EXPECT_EQ(cid, cqe.cid);
+	EXPECT_OK(cqe.status >> 1);
+	EXPECT_EQ(0, nvme_read32(ctrl, NVME_REG_CSTS) & NVME_CSTS_CFS);
+	EXPECT_EQ(0, still_works(ctrl, &self->buf));
+}
+
 TEST_F(hostile, unmap_shadow_doorbells_while_live)
 {
 	struct nvme_ctrl *ctrl = self->ctrl;
