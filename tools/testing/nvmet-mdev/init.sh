@@ -21,7 +21,7 @@ for d in /tmp /run /var/tmp /var/log /var/lib/libvirt /var/cache/libvirt /root; 
 done
 chmod 1777 /tmp /var/tmp
 mount -t configfs configfs /sys/kernel/config
-mount -t debugfs debugfs /sys/kernel/debug
+[ -d /sys/kernel/debug ] && mount -t debugfs debugfs /sys/kernel/debug
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 # Our modules live in build/modules (the read-only root has no
 # /lib/modules for this kernel): a modprobe wrapper first in PATH, and the
@@ -30,7 +30,7 @@ top=$(cd "$(dirname "$0")/../../.." && pwd)
 mkdir -p /run/bin
 printf '#!/bin/sh\nexec /sbin/modprobe -d %s/build/modules "$@"\n' "$top" > /run/bin/modprobe
 chmod +x /run/bin/modprobe
-echo /run/bin/modprobe > /proc/sys/kernel/modprobe
+[ -w /proc/sys/kernel/modprobe ] && echo /run/bin/modprobe > /proc/sys/kernel/modprobe
 export PATH=/run/bin:$PATH
 mkdir -p /run/nvmet-mdev
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 run /run/nvmet-mdev

@@ -94,9 +94,10 @@ remove_mdev() {
 	echo 1 > "/sys/bus/mdev/devices/$1/remove"
 }
 
-# setup_default PORT NQN BACKING: subsystem, port, link; the common case.
+# setup_default PORT NQN BACKING [SIZE]: subsystem, port, link; the common
+# case.
 setup_default() {
-	make_subsys "$2" "$3" || return 1
+	make_subsys "$2" "$3" "${4:-}" || return 1
 	make_port "$1" || return 1
 	link_subsys "$1" "$2"
 }
