@@ -444,6 +444,7 @@ static void io_batch(struct __test_metadata *_metadata, struct fuzz *f)
 {
 	struct slot slots[FUZZ_BATCH];
 	uint8_t busy[FUZZ_MAX_LBAS];
+	unsigned int queued[NVME_MAX_QUEUES] = { 0 };
 	unsigned int n = 1 + rnd(f, FUZZ_BATCH), i, k = 0;
 	int ret;
 
@@ -453,6 +454,13 @@ static void io_batch(struct __test_metadata *_metadata, struct fuzz *f)
 
 		memset(s, 0, sizeof(*s));
 		s->qid = 1 + rnd(f, f->ctrl->nr_io_queues);
+		/*
+		 * An SQ of N entries holds N - 1 commands: one more makes the
+		 * tail catch up with the head, and the queue looks empty.
+		 * Queues re-created by disrupt_step() may be as small as 2.
+		 */
+		if (queued[s->qid] + 1 >= f->ctrl->sq[s->qid].depth)
+			continue;
 		switch (rnd(f, 10)) {
 		case 0:
 			s->sqe = (struct nvme_sqe){ .opcode = nvme_cmd_flush,
@@ -476,6 +484,7 @@ static void io_batch(struct __test_metadata *_metadata, struct fuzz *f)
 			f->valid++;
 			break;
 		}
+		queued[s->qid]++;
 		k++;
 	}
 	if (!k)
