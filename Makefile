@@ -39,6 +39,7 @@ help:
 	@echo "make check     build, boot the test VM and run every test (TAP)"
 	@echo "make test T=name   run one test (tools/testing/nvmet-mdev/tests/name.sh)"
 	@echo "make demo      boot, create an mdev, run a guest on it, show what it sees"
+	@echo "make bench     fio on an mdev, QEMU's NVMe and virtio-blk in one guest, side by side"
 	@echo "make shell     interactive shell in the host VM"
 	@echo "make clean     drop the build objects (keeps the fetched source)"
 

@@ -25,6 +25,11 @@
 #   --mdev UUID      attach an mdev with vfio-pci (guest only; repeatable)
 #   --iommufd        attach mdevs through iommufd instead of the container
 #   --append ARGS    extra kernel command line
+#   --qemu-args ARGS extra QEMU arguments, split at white space (repeatable;
+#                    e.g. "-drive file=/tmp/a.img,if=none,id=d0,format=raw
+#                    -device nvme,drive=d0,serial=d0").  In a guest, add
+#                    ",disable-modern=on,disable-legacy=off" to virtio
+#                    devices, as for the harness's own ones (see below).
 #   --log FILE       also write the console to FILE
 #   --echo-prefix P  also copy the console to stderr, each line prefixed P
 #   --keep-going     report splats but keep the command's status
@@ -34,7 +39,7 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 
-smp=1 mem= echo_prefix= timeout=900 guest=0 append= log= interactive=0 iommufd=0 keep_going=0
+host_cmdline= smp=1 mem= qemu_args= echo_prefix= timeout=900 guest=0 append= log= interactive=0 iommufd=0 keep_going=0
 kernel=${NVMET_MDEV_KERNEL:-$top/build/bzImage}
 mdevs=()
 while [ $# -gt 0 ]; do
@@ -46,6 +51,7 @@ while [ $# -gt 0 ]; do
 	--mdev) mdevs+=("$2"); shift 2 ;;
 	--iommufd) iommufd=1; shift ;;
 	--append) append="$append $2"; shift 2 ;;
+	--qemu-args) qemu_args="$qemu_args $2"; shift 2 ;;
 	--log) log=$2; shift 2 ;;
 	--echo-prefix) echo_prefix=$2; shift 2 ;;
 	--keep-going) keep_going=1; shift ;;
@@ -89,6 +95,9 @@ else
 	# code loads).  An upstream early-boot race, not ours.
 	accel="-accel tcg,thread=multi,tb-size=256 -cpu max,la57=off"
 	mem=${mem:-3G}
+	# Hung tasks are reported (and fail the run), not fatal.  The guest
+	# kernel has no hung task detector.
+	host_cmdline="hung_task_panic=0"
 	echo nvmet-mdev-host > "$run/hostname"
 fi
 
@@ -97,7 +106,7 @@ fi
 cmdline="console=ttyS0 loglevel=6 root=root rootfstype=9p"
 cmdline="$cmdline rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro"
 cmdline="$cmdline init=${NVMET_MDEV_INIT:-$here/init.sh} panic=-1 nokaslr"
-cmdline="$cmdline mitigations=off tsc=reliable hung_task_panic=0 $append"
+cmdline="$cmdline mitigations=off tsc=reliable${host_cmdline:+ $host_cmdline} $append"
 [ $interactive -eq 1 ] && cmdline="$cmdline nvmet_mdev.interactive=1"
 
 args=(
@@ -127,6 +136,13 @@ if [ ${#mdevs[@]} -gt 0 ]; then
 		dev="$dev${NVMET_MDEV_VFIO_OPTS:+,$NVMET_MDEV_VFIO_OPTS}"
 		args+=(-device "$dev")
 	done
+fi
+# Split at white space on purpose (no globbing: "set -f" around it).
+if [ -n "$qemu_args" ]; then
+	set -f
+	# shellcheck disable=SC2206
+	args+=($qemu_args)
+	set +f
 fi
 
 if [ $interactive -eq 1 ]; then

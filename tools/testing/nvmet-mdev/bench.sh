@@ -1,0 +1,402 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The benchmark ("make bench"): the same fio jobs on three equal disks seen
+# by one nested KVM guest, measured in one run and printed side by side:
+#
+#   mdev        an nvmet file namespace exported through an mdev port
+#   qemu-nvme   QEMU's emulated NVMe controller (-device nvme)
+#   virtio-blk  QEMU's virtio-blk (-device virtio-blk-pci)
+#
+# Each is a file of the same size on the host VM's tmpfs, written in full
+# first.  One host VM (2 vCPUs, 4G) boots, one guest boots with all three
+# disks attached and runs every fio job on each, the jobs interleaved
+# across the disks (job 1 on mdev, qemu-nvme, virtio-blk, then job 2, ...)
+# so that a change in the machine's load hits all three alike.  The table
+# gives IOPS (and MiB/s for 128k), mean and p99 latency, and the mdev's
+# ratio to each peer, all from this run; it is also saved as build/bench/latest.txt
+# and the whole console as build/bench/console.log.
+#
+# Everything runs nested under TCG: absolute numbers mean little, the ratios
+# are the point.  A 2-vCPU TCG host VM now and then dies with "Oops: int3"
+# (QEMU's multi-threaded TCG racing with KVM's static key patching, see the
+# README); such a run is re-run once, and the report says so.
+#
+# Environment (all optional; passed on into the VMs):
+#   NVMET_MDEV_BENCH_SIZE_MB      size of each disk in MiB (default 512)
+#   NVMET_MDEV_BENCH_RUNTIME      seconds measured per job (default 8)
+#   NVMET_MDEV_BENCH_RAMP         seconds of warm-up per job, not measured
+#                                 (default 2)
+#   NVMET_MDEV_BENCH_GUEST_SMP    guest vCPUs (default 1: the host VM's
+#                                 other vCPU is left to the device side)
+#   NVMET_MDEV_BENCH_DRIVE_OPTS   -drive options of the two QEMU disks
+#                                 (default cache=none,aio=native)
+#   NVMET_MDEV_GUEST_KERNEL       guest kernel (default build/guest-bzImage;
+#                                 it needs CONFIG_VIRTIO_BLK, see
+#                                 config.guest, or virtio-blk shows n/a)
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../../.." && pwd)
+
+nqn=nqn.2026-11.org.example:bench
+disks=(mdev qemu-nvme virtio-blk)
+# name rw bs iodepth
+fio_jobs=(
+	"4k-randread-QD1 randread 4k 1"
+	"4k-randread-QD32 randread 4k 32"
+	"4k-randwrite-QD32 randwrite 4k 32"
+	"128k-seqread-QD8 read 128k 8"
+	"128k-seqwrite-QD8 write 128k 8"
+)
+
+# --- in the nested guest ----------------------------------------------------
+guest_main() {
+	local rt=${NVMET_MDEV_BENCH_RUNTIME:-8} ramp=${NVMET_MDEV_BENCH_RAMP:-2}
+	local c b n d j rc
+	local -A devs=()
+
+	# Keep kernel messages off the console that carries the results.
+	dmesg -n 1
+	for c in /sys/class/nvme/nvme*; do
+		n=
+		for b in "$c"/nvme*n*; do [ -d "$b" ] && n=${b##*/}; done
+		[ -n "$n" ] || continue
+		if [ "$(cat "$c/subsysnqn")" = "$NVMET_MDEV_BENCH_NQN" ]; then
+			devs[mdev]=$n
+		elif grep -q '^QEMU' "$c/model"; then
+			devs[qemu-nvme]=$n
+		fi
+	done
+	for b in /sys/block/vd*; do
+		[ -e "$b" ] && devs[virtio-blk]=${b##*/} && break
+	done
+	echo "bench-info: guest_boot_seconds $(cut -d' ' -f1 /proc/uptime)"
+	echo "bench-info: guest_kernel $(uname -r)"
+	echo "bench-info: guest_cpus $(nproc)"
+	echo "bench-info: guest_mem_kb $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
+	echo "bench-info: fio $(fio --version)"
+	for d in "${disks[@]}"; do
+		n=${devs[$d]:-}
+		if [ -z "$n" ]; then
+			echo "bench-info: missing $d"
+			continue
+		fi
+		echo "bench-info: dev $d /dev/$n $(blockdev --getsize64 "/dev/$n")" \
+			"$(ls -d "/sys/block/$n/mq/"* | wc -l)"
+	done
+
+	# One fio run, one section per job and disk, each waiting for the one
+	# before (stonewall): a fio start in the guest costs seconds.
+	{
+		echo "[global]"
+		echo "direct=1"
+		echo "ioengine=io_uring"
+		echo "time_based=1"
+		echo "runtime=$rt"
+		echo "ramp_time=$ramp"
+		echo "norandommap=1"
+		echo "randrepeat=0"
+		for j in "${fio_jobs[@]}"; do
+			set -- $j
+			for d in "${disks[@]}"; do
+				[ -n "${devs[$d]:-}" ] || continue
+				echo "[$1@$d]"
+				echo "stonewall"
+				echo "filename=/dev/${devs[$d]}"
+				echo "rw=$2"
+				echo "bs=$3"
+				echo "iodepth=$4"
+			done
+		done
+	} > /tmp/bench.fio
+	echo "bench-progress: $(cut -d' ' -f1 /proc/uptime) s: fio starts," \
+		"$(grep -c '^\[.*@' /tmp/bench.fio) jobs of ${ramp}+${rt} s"
+	fio --eta=never --output-format=json --output=/tmp/fio.json /tmp/bench.fio \
+		> /tmp/fio.err 2>&1
+	rc=$?
+	echo "bench-progress: $(cut -d' ' -f1 /proc/uptime) s: fio done (status $rc)"
+	# JOB DISK IOPS BYTES/S MEAN-LATENCY-NS P99-CLAT-NS ERROR
+	jq -r '.jobs[] |
+		(if .read.total_ios > 0 then .read else .write end) as $x |
+		(.jobname | split("@")) as $n |
+		"bench: \($n[0]) \($n[1]) \($x.iops) \($x.bw_bytes) " +
+		"\($x.lat_ns.mean) \($x.clat_ns.percentile["99.000000"] // 0) " +
+		"\(.error)"' /tmp/fio.json
+	[ $rc -eq 0 ] || sed 's/^/bench-err: /' /tmp/fio.err | head -20
+	echo "bench-info: guest_end_seconds $(cut -d' ' -f1 /proc/uptime)"
+	# Errors and warnings the guest kernel logged during the run.
+	dmesg --level=emerg,alert,crit,err,warn | sed 's/^/bench-dmesg: /'
+	return 0
+}
+
+# --- in the host VM -----------------------------------------------------------
+inside_main() {
+	. "$here/lib.sh"
+	local mib=${NVMET_MDEV_BENCH_SIZE_MB:-512}
+	local gsmp=${NVMET_MDEV_BENCH_GUEST_SMP:-1}
+	local dopts=${NVMET_MDEV_BENCH_DRIVE_OPTS:-cache=none,aio=native}
+	local info=/tmp/bench-info out=/tmp/bench-guest.out
+	local d uuid attr a qargs virtio t0 t1 rc
+
+	echo "== host VM: three ${mib} MiB disks on tmpfs, written in full"
+	for d in "${disks[@]}"; do
+		dd if=/dev/zero of="/tmp/bench-$d.img" bs=1M count="$mib" status=none ||
+			return 1
+	done
+	setup_default 1 $nqn /tmp/bench-mdev.img || return 1
+	modprobe nvmet-mdev || return 1
+	uuid=$(create_mdev 1) || return 1
+	attr=/sys/bus/mdev/devices/$uuid
+	{
+		echo "machine ${NVMET_MDEV_BENCH_MACHINE:-?}"
+		echo "date $(date -u '+%Y-%m-%d %H:%M UTC')"
+		echo "qemu_version $(qemu-system-x86_64 --version | head -1)"
+		echo "host_kernel $(uname -r)"
+		echo "host_cpus $(nproc)"
+		echo "host_mem_kb $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
+		echo "size_mb $mib"
+		echo "ramp ${NVMET_MDEV_BENCH_RAMP:-2}"
+		echo "runtime ${NVMET_MDEV_BENCH_RUNTIME:-8}"
+		echo "drive_opts $dopts"
+		echo "buffered_io $(cat "$NVMET_CFS/subsystems/$nqn/namespaces/1/buffered_io" 2>/dev/null || echo ?)"
+		echo -n "mdev_attrs"
+		for a in nr_io_queues max_queue_entries mdts shadow_doorbells poll_idle_us; do
+			echo -n " $a=$(cat "$attr/$a" 2>/dev/null || echo ?)"
+		done
+		echo
+		echo "guest_kernel_file ${NVMET_MDEV_GUEST_KERNEL:-$top/build/guest-bzImage}"
+	} > $info
+
+	# Legacy virtio in the nested guest, as vm.sh does for its own
+	# devices (an MMIO notify under the TCG-emulated SVM sometimes ended
+	# in "KVM internal error. Suberror: 3").
+	virtio=",disable-modern=on,disable-legacy=off"
+	qargs="-drive file=/tmp/bench-qemu-nvme.img,if=none,id=bench-qn,format=raw,$dopts"
+	qargs+=" -device nvme,drive=bench-qn,serial=bench-qemu-nvme"
+	qargs+=" -drive file=/tmp/bench-virtio-blk.img,if=none,id=bench-vb,format=raw,$dopts"
+	qargs+=" -device virtio-blk-pci,drive=bench-vb,serial=bench-virtio-blk$virtio"
+
+	echo "== guest: $gsmp vCPU(s), mdev $uuid, qemu-nvme and virtio-blk attached"
+	echo "host_setup_seconds $(cut -d' ' -f1 /proc/uptime)" >> $info
+	export NVMET_MDEV_BENCH_NQN=$nqn
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	run_guest --timeout 1500 --smp "$gsmp" --mdev "$uuid" --qemu-args "$qargs" \
+		-- "$here/bench.sh" --guest > $out
+	rc=$?
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	echo "guest_status $rc" >> $info
+	echo "guest_seconds $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", b - a }')" >> $info
+	remove_mdev "$uuid"
+	teardown_nvmet
+
+	# Our kernel's errors and warnings from the guest's start on.
+	dmesg --level=emerg,alert,crit,err,warn |
+		awk -v t0="$t0" '{ s = $0; sub(/^\[ */, "", s); if (s + 0 >= t0) print "host-dmesg " $0 }' >> $info
+	dmesg -n 1
+	echo "=== nvmet-mdev bench results ==="
+	python3 - $info $out <<'EOF'
+import re, sys
+
+info, guest = {}, {}
+extra = {"host-dmesg": [], "bench-dmesg": [], "bench-err": [], "qemu": []}
+for line in open(sys.argv[1], errors="replace"):
+    k, _, v = line.rstrip("\n").partition(" ")
+    if k in extra:
+        extra[k].append(v)
+    else:
+        info[k] = v
+devs, res = {}, {}
+for line in open(sys.argv[2], errors="replace"):
+    line = line.rstrip("\r\n")
+    if line.startswith("bench-info: "):
+        f = line[12:].split(" ", 1)
+        if f[0] == "dev":
+            d, path, size, nq = f[1].split()
+            devs[d] = (path, int(size), int(nq))
+        elif f[0] == "missing":
+            devs[f[1]] = None
+        else:
+            guest[f[0]] = f[1] if len(f) > 1 else ""
+    elif line.startswith("bench: "):
+        f = line.split()
+        res[(f[1], f[2])] = (float(f[3]), float(f[4]), float(f[5]) / 1000,
+                             float(f[6]) / 1000, f[7])
+    elif line.startswith("bench-dmesg: ") or line.startswith("bench-err: "):
+        k, _, v = line.partition(": ")
+        extra[k].append(v)
+    elif re.match(r"^qemu-system-x86_64: ", line):
+        extra["qemu"].append(line)
+
+disks = ["mdev", "qemu-nvme", "virtio-blk"]
+jobs = ["4k-randread-QD1", "4k-randread-QD32", "4k-randwrite-QD32",
+        "128k-seqread-QD8", "128k-seqwrite-QD8"]
+labels = {"4k-randread-QD1": "4k randread QD1", "4k-randread-QD32": "4k randread QD32",
+          "4k-randwrite-QD32": "4k randwrite QD32", "128k-seqread-QD8": "128k seqread QD8",
+          "128k-seqwrite-QD8": "128k seqwrite QD8"}
+
+def ok(j, d):
+    r = res.get((j, d))
+    return r is not None and r[4] == "0" and r[0] > 0
+
+def ratio(j, a, b, i):
+    if not (ok(j, a) and ok(j, b)):
+        return "n/a"
+    return "%.2f" % (res[(j, a)][i] / res[(j, b)][i])
+
+def tput(j, d):
+    if (j, d) not in res:
+        return "n/a"
+    r = res[(j, d)]
+    if r[4] != "0":
+        return "error"
+    s = "%.0f" % r[0]
+    if j.startswith("128k"):
+        s += " (%.1f MiB/s)" % (r[1] / 2**20)
+    return s
+
+def us(v):
+    return "%.1f" % v if v < 10 else "%.0f" % v
+
+def lat(j, d):
+    return us(res[(j, d)][2]) if ok(j, d) else "n/a"
+
+def p99(j, d):
+    return us(res[(j, d)][3]) if ok(j, d) else "n/a"
+
+def table(title, cell, idx):
+    rows = [[title] + disks + ["mdev/qemu-nvme", "mdev/virtio-blk"]]
+    for j in jobs:
+        rows.append([labels[j]] + [cell(j, d) for d in disks] +
+                    [ratio(j, "mdev", "qemu-nvme", idx), ratio(j, "mdev", "virtio-blk", idx)])
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  " + r[0].ljust(w[0]) + "".join("  " + c.rjust(w[i + 1])
+                                                 for i, c in enumerate(r[1:])))
+
+def gib(kb):
+    try:
+        return "%.1f GiB" % (int(kb) / 2**20)
+    except ValueError:
+        return "?"
+
+print("nvmet-mdev benchmark, %s, on %s" % (info.get("date", "?"), info.get("machine", "?")))
+print("  host VM : %s vCPUs (QEMU TCG, multi-threaded), MemTotal %s, kernel %s (debug build:"
+      % (info.get("host_cpus", "?"), gib(info.get("host_mem_kb", "")), info.get("host_kernel", "?")))
+print("            KASAN, lockdep, ...), %s" % info.get("qemu_version", "?"))
+print("  guest   : %s vCPU(s) (nested KVM, -cpu qemu64), MemTotal %s, kernel %s"
+      % (guest.get("guest_cpus", "?"), gib(guest.get("guest_mem_kb", "")),
+         guest.get("guest_kernel", "?")))
+if not info.get("guest_kernel_file", "").endswith("/build/guest-bzImage"):
+    print("            guest kernel file %s" % info.get("guest_kernel_file", "?"))
+print("  disks   : three %s MiB files on the host VM's tmpfs, written in full first"
+      % info.get("size_mb", "?"))
+desc = {
+    "mdev": "nvmet file namespace (buffered_io=%s), mdev port, vfio-pci;\n"
+            "               %s" % (info.get("buffered_io", "?"), info.get("mdev_attrs", "").strip()),
+    "qemu-nvme": "-device nvme, -drive %s" % info.get("drive_opts", "?"),
+    "virtio-blk": "-device virtio-blk-pci (legacy virtio), -drive %s" % info.get("drive_opts", "?"),
+}
+for d in disks:
+    v = devs.get(d)
+    where = "MISSING in the guest" if v is None else \
+        "%s, %d MiB, %d blk-mq queue(s)" % (v[0], v[1] >> 20, v[2])
+    print("    %-10s %s\n               %s" % (d, where, desc[d]))
+print("  fio     : %s, ioengine=io_uring direct=1, per job %ss ramp + %ss measured,"
+      % (guest.get("fio", "?"), info.get("ramp", "?"), info.get("runtime", "?")))
+print("            jobs interleaved across the disks")
+
+def secs(v):
+    try:
+        return "%.0f s" % float(v)
+    except ValueError:
+        return "?"
+
+try:
+    fio_s = float(guest["guest_end_seconds"]) - float(guest["guest_boot_seconds"])
+except (KeyError, ValueError):
+    fio_s = "?"
+print("  time    : host VM boot and set-up %s, guest boot %s, fio %s, whole guest run %s"
+      " (status %s)" % (secs(info.get("host_setup_seconds", "?")),
+                        secs(guest.get("guest_boot_seconds", "?")), secs(fio_s),
+                        secs(info.get("guest_seconds", "?")), info.get("guest_status", "?")))
+print()
+table("IOPS (and MiB/s)", tput, 0)
+print()
+table("mean latency (us)", lat, 2)
+print()
+table("p99 completion latency (us)", p99, 3)
+print()
+print("  IOPS ratios above 1 and latency ratios below 1 favour the mdev.")
+print("  All of it runs nested under TCG: the absolute numbers mean little.")
+if extra["bench-err"]:
+    print("fio errors:")
+    for l in extra["bench-err"]:
+        print("  " + l)
+if extra["qemu"]:
+    print("QEMU (the guest's) said:")
+    for l in sorted(set(extra["qemu"])):
+        print("  " + l)
+if extra["bench-dmesg"]:
+    print("guest kernel errors/warnings:")
+    for l in extra["bench-dmesg"][:20]:
+        print("  " + l)
+if extra["host-dmesg"]:
+    print("host VM kernel errors/warnings during the guest run:")
+    for l in extra["host-dmesg"][:20]:
+        print("  " + l)
+EOF
+	echo "=== end ==="
+	[ "$rc" -eq 0 ]
+}
+
+# --- on the build machine -------------------------------------------------------
+run_vm() {
+	"$here/vm.sh" --smp 2 --mem 4G --timeout 2000 -- "$here/bench.sh" --inside 2>&1 |
+		tee "$1"
+	return "${PIPESTATUS[0]}"
+}
+
+case "${1:-}" in
+--guest) guest_main; exit ;;
+--inside) inside_main; exit ;;
+esac
+
+out=$top/build/bench
+mkdir -p "$out"
+cpu=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -1)
+# Other VMs share the cores: the report gives the load around the run.
+others() { pgrep -c -f '^qemu-system' || true; }
+NVMET_MDEV_BENCH_MACHINE="$(hostname), $(nproc) cores ($cpu)"
+export NVMET_MDEV_BENCH_MACHINE
+note=
+load0="load average $(cut -d' ' -f1-3 /proc/loadavg), $(others) other QEMU process(es)"
+start=$(date +%s)
+run_vm "$out/console.log"
+rc=$?
+if [ $rc -ne 0 ] && grep -aq 'Oops: int3' "$out/console.log"; then
+	note="NOTE: the first run died with \"Oops: int3\" (multi-threaded TCG racing with KVM's static key patching, see the README); this is the one re-run."
+	echo "bench.sh: $note" >&2
+	cp "$out/console.log" "$out/console-first-run.log"
+	run_vm "$out/console.log"
+	rc=$?
+fi
+results=$(sed -n '/^=== nvmet-mdev bench results ===/,/^=== end ===/p' "$out/console.log" |
+	tr -d '\r' | sed '1d;$d')
+if [ -z "$results" ]; then
+	echo "bench.sh: no results (status $rc); the console is in ${out#"$top"/}/console.log" >&2
+	exit 1
+fi
+{
+	echo "$results"
+	secs=$(( $(date +%s) - start ))
+	echo "  make bench: $((secs / 60)) min $((secs % 60)) s wall, boot to power-off"
+	echo "  machine at start: $load0"
+	echo "  machine at end:   load average $(cut -d' ' -f1-3 /proc/loadavg), $(others) other QEMU process(es)"
+	[ -n "$note" ] && echo "$note"
+	[ $rc -ne 0 ] && echo "WARNING: the run ended with status $rc (a kernel splat or a failed step); see build/bench/console.log"
+} > "$out/latest.txt"
+echo
+cat "$out/latest.txt"
+echo "(saved as ${out#"$top"/}/latest.txt; console in ${out#"$top"/}/console.log)"
+exit $rc
