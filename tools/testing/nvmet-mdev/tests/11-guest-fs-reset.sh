@@ -14,7 +14,7 @@ uuid=$(create_mdev 1) || die "create mdev"
 out=$(run_guest --mdev "$uuid" -- sh -c "$g mkfs_write")
 tap_ok "first boot clean (status $?)" test $? -eq 0
 guest_checks "first boot" "$out"
-out=$(run_guest --mdev "$uuid" -- sh -c "$g mount_check")
+out=$(run_guest --mdev "$uuid" -- sh -c "$g mount_check; $g dmesg_clean")
 tap_ok "second boot clean (status $?)" test $? -eq 0
 guest_checks "second boot" "$out"
 

@@ -56,6 +56,16 @@ intx() {
 	check "INTx interrupts were delivered ($n)" test "$n" -gt 0
 }
 
+dmesg_clean() {
+	# dmesg_clean: the nvme driver ("nvme nvmeN: ...") and the block
+	# layer ("... dev nvmeNn1 ...") logged no timeout, error or reset
+	local bad
+	bad=$(dmesg | grep -E 'nvme nvme[0-9]+: |dev nvme[0-9]' |
+		grep -iE 'timeout|error|fail|reset|abort|disabl|dead|remov')
+	[ -n "$bad" ] && echo "$bad"
+	check "the guest's nvme driver logged no error" test -z "$bad"
+}
+
 big_io() {
 	# big_io: 1 MiB direct I/O, written and read back
 	local bs=1M
