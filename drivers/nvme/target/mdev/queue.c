@@ -578,7 +578,7 @@ static void nvmet_mdev_wake_sleepers(struct nvmet_mdev_sq *self)
 	for (qid = 0; qid <= dp->nr_io_queues; qid++) {
 		sq = rcu_dereference(dp->sqs[qid]);
 		if (sq && sq != self && READ_ONCE(sq->asleep) &&
-		    !READ_ONCE(sq->kicked) && nvmet_mdev_sq_has_work(sq))
+		    nvmet_mdev_sq_has_work(sq))
 			nvmet_mdev_sq_kick(sq);
 	}
 	rcu_read_unlock();
