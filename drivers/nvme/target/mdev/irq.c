@@ -78,17 +78,11 @@ static void nvmet_mdev_intx_raise(struct nvmet_mdev_ctrl *ctrl)
 }
 
 /*
- * The resample eventfd fired (the guest acknowledged INTx).  Its wake-up
- * runs under the eventfd's lock, and nvmet_mdev_irq_raise() signals
- * eventfds under irqs->lock, so the unmask is done from the virqfd's work
- * item by nvmet_mdev_intx_resample_thread().
+ * The resample eventfd fired (the guest acknowledged INTx): unmask it,
+ * raising it again if it was raised while masked.  Runs from the virqfd's
+ * work item (no handler): the wake-up runs under the eventfd's lock, and
+ * nvmet_mdev_irq_raise() signals eventfds under irqs->lock.
  */
-static int nvmet_mdev_intx_resample(void *opaque, void *unused)
-{
-	return 1;
-}
-
-/* Unmask INTx, raising it again if it was raised while masked. */
 static void nvmet_mdev_intx_resample_thread(void *opaque, void *unused)
 {
 	struct nvmet_mdev_ctrl *ctrl = opaque;
@@ -323,7 +317,7 @@ static int nvmet_mdev_intx_mask(struct nvmet_mdev_ctrl *ctrl, u32 action,
 			return -EINVAL;
 		memcpy(&fd, data, sizeof(fd));
 		if (fd >= 0)
-			return vfio_virqfd_enable(ctrl, nvmet_mdev_intx_resample,
+			return vfio_virqfd_enable(ctrl, NULL,
 						  nvmet_mdev_intx_resample_thread,
 						  NULL, &irqs->intx_unmask, fd);
 		vfio_virqfd_disable(&irqs->intx_unmask);

@@ -374,10 +374,10 @@ static bool nvmet_mdev_sq_has_work(struct nvmet_mdev_sq *sq)
 
 	if (READ_ONCE(sq->broken))
 		return false;
-	if (READ_ONCE(sq->starved) && !llist_empty(&sq->free_iods))
-		return true;
-	if (nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid)) !=
-	    READ_ONCE(sq->head) && !READ_ONCE(sq->starved))
+	/* Starved: new commands wait for a free iod. */
+	if (READ_ONCE(sq->starved) ? !llist_empty(&sq->free_iods) :
+	    nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid)) !=
+	    READ_ONCE(sq->head))
 		return true;
 	/* Parked completions wait for the host to move the CQ head. */
 	return !list_empty_careful(&cq->parked) &&

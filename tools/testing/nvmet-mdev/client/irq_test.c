@@ -403,22 +403,41 @@ TEST_F(irq, eventfd_closed_while_wired)
 	}
 }
 
+/*
+ * MSI-X off, INTx wired to a fresh eventfd (also ctrl->irq_fd[0], so that
+ * nvme_irq_wait() can use it): the eventfd, -ENODEV without INTx, or
+ * another -errno.
+ */
+static int intx_on(struct nvme_ctrl *ctrl, struct vfio_dev *dev)
+{
+	uint32_t count = 0;
+	int fd;
+
+	if (vfio_irq_count(dev, VFIO_PCI_INTX_IRQ_INDEX, &count, NULL) || !count)
+		return -ENODEV;
+	nvme_irq_teardown(ctrl);
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (vfio_irq_set_eventfds(dev, VFIO_PCI_INTX_IRQ_INDEX, 0, 1, &fd)) {
+		close(fd);
+		return -EIO;
+	}
+	ctrl->irq_fd[0] = fd;
+	return fd;
+}
+
 TEST_F(irq, intx)
 {
 	struct nvme_ctrl *ctrl = self->ctrl;
 	struct vfio_dev *dev = &self->c.dev;
-	uint32_t count = 0;
 	int fd, n;
 
-	if (vfio_irq_count(dev, VFIO_PCI_INTX_IRQ_INDEX, &count, NULL) || !count)
-		SKIP(return, "no INTx");
 	/* MSI-X off, INTx on: the admin completion raises INTx. */
-	nvme_irq_teardown(ctrl);
-	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	fd = intx_on(ctrl, dev);
+	if (fd == -ENODEV)
+		SKIP(return, "no INTx");
 	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, vfio_irq_set_eventfds(dev, VFIO_PCI_INTX_IRQ_INDEX, 0, 1,
-					   &fd));
-	ctrl->irq_fd[0] = fd;		/* so nvme_irq_wait() can use it */
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
 	n = nvme_irq_wait(ctrl, 0, 2000);
 	EXPECT_GE(n, 1);
@@ -452,20 +471,15 @@ TEST_F(irq, intx_resample_eventfd)
 {
 	struct nvme_ctrl *ctrl = self->ctrl;
 	struct vfio_dev *dev = &self->c.dev;
-	uint32_t count = 0;
 	uint64_t one = 1;
 	int fd, rfd;
 
-	if (vfio_irq_count(dev, VFIO_PCI_INTX_IRQ_INDEX, &count, NULL) || !count)
+	fd = intx_on(ctrl, dev);
+	if (fd == -ENODEV)
 		SKIP(return, "no INTx");
-	nvme_irq_teardown(ctrl);
-	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	rfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ASSERT_GE(fd, 0);
+	rfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ASSERT_GE(rfd, 0);
-	ASSERT_EQ(0, vfio_irq_set_eventfds(dev, VFIO_PCI_INTX_IRQ_INDEX, 0, 1,
-					   &fd));
-	ctrl->irq_fd[0] = fd;
 	ASSERT_EQ(0, vfio_irq_set_raw(dev, VFIO_IRQ_SET_DATA_EVENTFD |
 				      VFIO_IRQ_SET_ACTION_UNMASK,
 				      VFIO_PCI_INTX_IRQ_INDEX, 0, 1, &rfd,

@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 {
 	static struct perf perf;
 	struct perf *p = &perf;
-	enum vfio_binding binding = VFIO_BINDING_CONTAINER;
+	enum vfio_binding binding;
 	unsigned int secs = 5, i;
 	double elapsed;
 	uint64_t t0;
@@ -205,10 +205,7 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "b:d:Sq:D:s:t:wg:")) != -1) {
 		switch (opt) {
 		case 'b':
-			if (!strcmp(optarg, "iommufd"))
-				binding = VFIO_BINDING_IOMMUFD;
-			else if (strcmp(optarg, "container"))
-				usage();
+			setenv("NVMET_MDEV_BINDING", optarg, 1);
 			break;
 		case 'd':
 			setenv("NVMET_MDEV_DOORBELL", optarg, 1);
@@ -242,6 +239,8 @@ int main(int argc, char **argv)
 	    p->depth > 1023 || !p->bs || p->bs % 4096 || p->bs > 1 << 20)
 		usage();
 
+	if (vfio_env_binding(&binding))
+		usage();
 	rng_seed(&p->rng, env_u64("NVMET_MDEV_SEED", 1));
 	p->dev.device_fd = p->dev.group_fd = p->dev.container_fd = -1;
 	p->dev.iommufd = -1;
