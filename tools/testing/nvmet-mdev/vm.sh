@@ -65,6 +65,13 @@ if [ $interactive -eq 0 ] && [ $# -eq 0 ]; then
 	exit 2
 fi
 
+# init.sh puts tmpfs over these in the VMs: a repository there is not seen.
+case "$top/" in
+/tmp/*|/run/*|/var/tmp/*|/var/log/*|/root/*|/dev/*)
+	echo "vm.sh: $top is hidden in the VMs (tmpfs there); use a checkout elsewhere" >&2
+	exit 2 ;;
+esac
+
 run=$(mktemp -d "${TMPDIR:-/tmp}/nvmet-mdev-vm.XXXXXX")
 cleanup() { rm -rf "$run"; }
 trap cleanup EXIT
