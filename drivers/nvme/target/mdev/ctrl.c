@@ -422,6 +422,14 @@ static u16 nvmet_mdev_get_feature(const struct nvmet_ctrl *tctrl, u8 feat,
 	}
 }
 
+/* Identify Controller VID/SSVID: those of our PCI function. */
+static void nvmet_mdev_get_pci_vendor_ids(const struct nvmet_ctrl *tctrl,
+					  u16 *vid, u16 *ssvid)
+{
+	*vid = NVMET_MDEV_PCI_VENDOR_ID;
+	*ssvid = NVMET_MDEV_PCI_SUBVENDOR_ID;
+}
+
 /*
  * No get_max_queue_size: nvmet calls it before tctrl->drvdata is set, so
  * it cannot see the per-mdev limit.  CAP.MQES is lowered right after
@@ -445,4 +453,5 @@ const struct nvmet_fabrics_ops nvmet_mdev_fabrics_ops = {
 	.set_feature		= nvmet_mdev_set_feature,
 	.get_feature		= nvmet_mdev_get_feature,
 	.set_dbbuf		= nvmet_mdev_set_dbbuf,
+	.get_pci_vendor_ids	= nvmet_mdev_get_pci_vendor_ids,
 };

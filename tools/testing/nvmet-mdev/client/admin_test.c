@@ -7,6 +7,8 @@
  * admin-cmd.c, core.c).  Where the two disagree the test accepts both and
  * says so in a comment ("spec vs nvmet").
  */
+#include <linux/pci_regs.h>
+
 #include "kselftest_harness.h"
 #include "client.h"
 
@@ -49,6 +51,13 @@ TEST_F(admin, identify_controller)
 	/* MDTS: set, within the device model's limit. */
 	EXPECT_GE(id->mdts, 1);
 	EXPECT_LE(id->mdts, NVMET_MDEV_MAX_MDTS);
+	/*
+	 * VID/SSVID are those of the PCI function (20-client leaves the
+	 * subsystem's attr_vendor_id and attr_subsys_vendor_id unset).
+	 */
+	EXPECT_EQ(vfio_cfg_read16(&self->c.dev, PCI_VENDOR_ID), id->vid);
+	EXPECT_EQ(vfio_cfg_read16(&self->c.dev, PCI_SUBSYSTEM_VENDOR_ID),
+		  id->ssvid);
 	/* VER equals the VS register. */
 	EXPECT_EQ(ctrl->vs, id->ver);
 	/* 64-byte SQEs and 16-byte CQEs, required and maximum. */

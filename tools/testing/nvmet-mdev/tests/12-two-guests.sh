@@ -9,6 +9,8 @@ g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
 setup_default 1 nqn.2026-11.org.example:a /tmp/a.img 128M || die "nvmet setup a"
 make_subsys nqn.2026-11.org.example:b /tmp/b.img 128M || die "nvmet setup b"
 link_subsys 1 nqn.2026-11.org.example:b
+# Subsystem b names its own vendor: Identify reports it, not the function's.
+echo 0x1d1d > $NVMET_CFS/subsystems/nqn.2026-11.org.example:b/attr_vendor_id
 modprobe nvmet-mdev || die "modprobe"
 u1=$(create_mdev 1) || die "create mdev 1"
 u2=$(create_mdev 1) || die "create mdev 2"
@@ -19,7 +21,7 @@ tap_ok "subsysnqn reads back" grep -qx nqn.2026-11.org.example:b /sys/bus/mdev/d
 run_guest --mdev "$u1" --mem 768M -- sh -c "$g fio_verify 4k" > /tmp/g1.out 2>&1 &
 p1=$!
 run_guest --mdev "$u2" --mem 768M --append pci=nomsi -- \
-	sh -c "$g fio_verify 4k; $g intx" > /tmp/g2.out 2>&1 &
+	sh -c "$g fio_verify 4k; $g intx; $g ids 0x1d1d 0x1af4" > /tmp/g2.out 2>&1 &
 p2=$!
 wait $p1; r1=$?
 wait $p2; r2=$?
