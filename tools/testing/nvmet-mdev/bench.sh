@@ -83,7 +83,7 @@ guest_main() {
 			continue
 		fi
 		echo "bench-info: dev $d /dev/$n $(blockdev --getsize64 "/dev/$n")" \
-			"$(ls -d "/sys/block/$n/mq/"* | wc -l)"
+			"$(ls -d "/sys/block/$n/mq/"* 2>/dev/null | wc -l)"
 	done
 
 	# One fio run, one section per job and disk, each waiting for the one
