@@ -125,6 +125,45 @@ teardown_nvmet() {
 
 # --- nested guests ----------------------------------------------------------
 
+# start_libvirtd: a system libvirtd for "vm.sh --libvirt".  The VM's root is
+# read-only, so libvirtd runs in its own mount namespace with tmpfs over
+# /var/lib and /var/cache and a writable copy of /etc/libvirt whose qemu.conf
+# runs QEMU as root without a security driver, cgroups, a private /dev or
+# virtlogd (none of which this VM's init sets up).  libvirtd looks up the QEMU user
+# it was built with (Debian: libvirt-qemu, group kvm) before it reads
+# qemu.conf, so the namespace also gets a passwd and group file that have
+# them.  Logs go to /run/libvirtd.log.
+start_libvirtd() {
+	local etc=/run/nvmet-mdev-libvirt-etc i
+	command -v libvirtd >/dev/null || { echo "no libvirtd (make deps)" >&2; return 1; }
+	mkdir -p $etc/libvirt /var/log/libvirt
+	cp -a /etc/libvirt/. $etc/libvirt/
+	cp /etc/passwd /etc/group $etc/
+	grep -q '^libvirt-qemu:' $etc/passwd ||
+		echo 'libvirt-qemu:x:64055:64055::/nonexistent:/usr/sbin/nologin' >> $etc/passwd
+	grep -q '^libvirt-qemu:' $etc/group || echo 'libvirt-qemu:x:64055:' >> $etc/group
+	grep -q '^kvm:' $etc/group || echo 'kvm:x:64056:' >> $etc/group
+	cat > $etc/libvirt/qemu.conf <<-EOF
+	user = "root"
+	group = "root"
+	security_driver = "none"
+	namespaces = [ ]
+	cgroup_controllers = [ ]
+	stdio_handler = "file"
+	EOF
+	unshare -m --propagation private sh -c "mount --bind $etc/libvirt /etc/libvirt &&
+		mount --bind $etc/passwd /etc/passwd && mount --bind $etc/group /etc/group &&
+		mount -t tmpfs tmpfs /var/lib && mount -t tmpfs tmpfs /var/cache &&
+		exec libvirtd" > /run/libvirtd.log 2>&1 &
+	for i in $(seq 100); do
+		virsh -q -c qemu:///system version >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	echo "libvirtd did not start:" >&2
+	tail -20 /run/libvirtd.log >&2
+	return 1
+}
+
 # run_guest [vm.sh options] -- command: a nested KVM guest with our kernel.
 # Its console goes to stdout (for the caller to capture) and, prefixed, to
 # stderr, so that the test log shows the guest as it runs.

@@ -19,11 +19,15 @@
 #
 # Options:
 #   --smp N          vCPUs (default 1; see the README on TCG and 2 vCPUs)
-#   --mem SIZE       memory (default 4G for the host VM, 1G for a guest)
+#   --mem SIZE       memory (default 3G for the host VM, 1G for a guest)
 #   --timeout SEC    kill the VM after SEC seconds (default 900)
 #   --guest          nested KVM guest (run inside the host VM)
 #   --mdev UUID      attach an mdev with vfio-pci (guest only; repeatable)
 #   --iommufd        attach mdevs through iommufd instead of the container
+#   --libvirt        start the guest through libvirt (a transient domain
+#                    with <hostdev type='mdev'> per --mdev) instead of
+#                    running QEMU directly; needs a running libvirtd
+#                    (lib.sh: start_libvirtd) and no --qemu-args/--iommufd
 #   --append ARGS    extra kernel command line
 #   --qemu-args ARGS extra QEMU arguments, split at white space (repeatable;
 #                    e.g. "-drive file=/tmp/a.img,if=none,id=d0,format=raw
@@ -39,7 +43,7 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 
-host_cmdline= smp=1 mem= qemu_args= echo_prefix= timeout=900 guest=0 append= log= interactive=0 iommufd=0 keep_going=0
+host_cmdline= smp=1 mem= qemu_args= echo_prefix= timeout=900 guest=0 append= log= interactive=0 iommufd=0 keep_going=0 libvirt=0
 kernel=${NVMET_MDEV_KERNEL:-$top/build/bzImage}
 mdevs=()
 while [ $# -gt 0 ]; do
@@ -50,6 +54,7 @@ while [ $# -gt 0 ]; do
 	--guest) guest=1; shift ;;
 	--mdev) mdevs+=("$2"); shift 2 ;;
 	--iommufd) iommufd=1; shift ;;
+	--libvirt) libvirt=1; shift ;;
 	--append) append="$append $2"; shift 2 ;;
 	--qemu-args) qemu_args="$qemu_args $2"; shift 2 ;;
 	--log) log=$2; shift 2 ;;
@@ -60,6 +65,11 @@ while [ $# -gt 0 ]; do
 	*) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
+if [ $libvirt -eq 1 ] &&
+   { [ $guest -eq 0 ] || [ $iommufd -eq 1 ] || [ -n "$qemu_args" ] || [ $interactive -eq 1 ]; }; then
+	echo "vm.sh: --libvirt is for a --guest, without --iommufd, --qemu-args or --interactive" >&2
+	exit 2
+fi
 if [ $interactive -eq 0 ] && [ $# -eq 0 ]; then
 	echo "usage: vm.sh [options] -- command [args...] | vm.sh --interactive" >&2
 	exit 2
@@ -157,15 +167,91 @@ if [ $interactive -eq 1 ]; then
 fi
 
 console=$run/console
-timeout --foreground -k 10 "$timeout" \
-	qemu-system-x86_64 "${args[@]}" -serial stdio </dev/null 2>&1 |
-	tee "$console" |
+
+echo_console() {
 	if [ -n "$echo_prefix" ]; then
 		awk -v p="$echo_prefix" '{ print; print p $0 > "/dev/stderr"; fflush(); fflush("/dev/stderr") }'
 	else
 		cat
 	fi
-qemu_rc=${PIPESTATUS[0]}
+}
+
+xml_escape() {
+	sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e "s/'/\&apos;/g" <<<"$1"
+}
+
+# The same guest as below, as a transient libvirt domain: what a user's
+# <hostdev mode='subsystem' type='mdev' model='vfio-pci'> gives QEMU.
+# libvirt puts virtio devices on PCIe ports, where they are modern-only;
+# virtio-transitional ones sit behind a PCI bridge and keep the legacy
+# interface, which the guest is told to use (see the note on virtio above).
+libvirt_guest() {
+	local virsh=(virsh -q -c "${NVMET_MDEV_LIBVIRT_URI:-qemu:///system}")
+	local name u m=$mem unit=MiB rc=0 end=$((SECONDS + timeout))
+	name=nvmet-mdev-${run##*.}
+	case $m in
+	*G) m=${m%G}; unit=GiB ;;
+	*M) m=${m%M} ;;
+	esac
+	{
+		echo "<domain type='kvm'>"
+		echo "  <name>$name</name>"
+		echo "  <memory unit='$unit'>$m</memory>"
+		echo "  <vcpu>$smp</vcpu>"
+		echo "  <os>"
+		echo "    <type arch='x86_64' machine='q35'>hvm</type>"
+		echo "    <kernel>$(xml_escape "$kernel")</kernel>"
+		echo "    <cmdline>$(xml_escape "$cmdline virtio_pci.force_legacy=1")</cmdline>"
+		echo "  </os>"
+		echo "  <features><acpi/></features>"
+		echo "  <cpu mode='custom' match='exact' check='none'><model fallback='forbid'>qemu64</model></cpu>"
+		echo "  <on_poweroff>destroy</on_poweroff>"
+		echo "  <on_reboot>restart</on_reboot>"
+		echo "  <on_crash>destroy</on_crash>"
+		echo "  <devices>"
+		echo "    <emulator>$(command -v qemu-system-x86_64)</emulator>"
+		echo "    <controller type='usb' model='none'/>"
+		echo "    <filesystem type='mount' accessmode='passthrough' model='virtio-transitional' multidevs='remap'>"
+		echo "      <source dir='/'/><target dir='root'/><readonly/>"
+		echo "    </filesystem>"
+		echo "    <filesystem type='mount' accessmode='passthrough' model='virtio-transitional'>"
+		echo "      <source dir='$(xml_escape "$run")'/><target dir='run'/>"
+		echo "    </filesystem>"
+		echo "    <serial type='file'><source path='$(xml_escape "$console")'/><target port='0'/></serial>"
+		echo "    <rng model='virtio-transitional'><backend model='random'>/dev/urandom</backend></rng>"
+		for u in "${mdevs[@]}"; do
+			echo "    <hostdev mode='subsystem' type='mdev' model='vfio-pci'>"
+			echo "      <source><address uuid='$u'/></source>"
+			echo "    </hostdev>"
+		done
+		echo "    <memballoon model='none'/>"
+		echo "  </devices>"
+		echo "</domain>"
+	} > "$run/domain.xml"
+	"${virsh[@]}" create "$run/domain.xml" >/dev/null || return 1
+	# A transient domain is gone once the guest powers off.
+	while "${virsh[@]}" domstate "$name" >/dev/null 2>&1; do
+		if [ $SECONDS -ge $end ]; then
+			echo "vm.sh: libvirt domain $name timed out after $timeout s" >&2
+			"${virsh[@]}" destroy "$name" >/dev/null 2>&1
+			rc=124
+			break
+		fi
+		sleep 1
+	done
+	echo_console < "$console"
+	return $rc
+}
+
+if [ $libvirt -eq 1 ]; then
+	libvirt_guest
+	qemu_rc=$?
+else
+	timeout --foreground -k 10 "$timeout" \
+		qemu-system-x86_64 "${args[@]}" -serial stdio </dev/null 2>&1 |
+		tee "$console" | echo_console
+	qemu_rc=${PIPESTATUS[0]}
+fi
 [ -n "$log" ] && cp "$console" "$log"
 
 splats=$("$here/splat-scan.sh" "$console" "$run/dmesg")
