@@ -243,6 +243,16 @@ libvirt_guest() {
 	return $rc
 }
 
+# The TCG host VM: QEMU 7.2 can lose the wake-up of a halted vCPU for a
+# pending APIC interrupt; wakeup-watch.py recognises that state (impossible
+# on hardware) and recovers from it, saying so in the log.
+watch=
+if [ $guest -eq 0 ] && [ $interactive -eq 0 ]; then
+	args+=(-qmp "unix:$run/qmp.sock,server=on,wait=off")
+	"$here/wakeup-watch.py" "$run/qmp.sock" &
+	watch=$!
+fi
+
 if [ $libvirt -eq 1 ]; then
 	libvirt_guest
 	qemu_rc=$?
@@ -252,6 +262,7 @@ else
 		tee "$console" | echo_console
 	qemu_rc=${PIPESTATUS[0]}
 fi
+[ -n "$watch" ] && { kill "$watch" 2>/dev/null; wait "$watch" 2>/dev/null; }
 [ -n "$log" ] && cp "$console" "$log"
 
 splats=$("$here/splat-scan.sh" "$console" "$run/dmesg")
