@@ -5,9 +5,9 @@
 Usage: wakeup-watch.py QMP_SOCKET
 
 QEMU 7.2's TCG can lose the request that wakes a halted vCPU for an APIC
-interrupt (its SVM emulation updates cpu->interrupt_request without
-atomics on the vCPU thread while the main loop thread posts the APIC's
-CPU_INTERRUPT_POLL; upstream made those updates atomic in 2025).  With
+interrupt (most likely: its SVM emulation updates cpu->interrupt_request
+without atomics on the vCPU thread while the main loop thread posts the
+APIC's CPU_INTERRUPT_POLL; qemu-devel patches of 2025 make them atomic).  With
 nested guests running, about one 12-two-guests run in four or five froze
 for good: the vCPU halted with IF=1 and the expired LAPIC timer's vector
 pending in IRR, deliverable (PPR 0x10), and QEMU's vCPU thread asleep.  An
