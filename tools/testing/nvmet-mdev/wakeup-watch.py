@@ -68,7 +68,8 @@ def frozen_state(path):
         return None
     rip, rfl, hlt = m.group(1), int(m.group(2), 16), m.group(3)
     pending = irr.group(1).strip()
-    if hlt != '1' or not rfl & 0x200 or not pending or isr.group(1).strip() != '(none)':
+    if hlt != '1' or not rfl & 0x200 or pending in ('', '(none)') or \
+       isr.group(1).strip() != '(none)':
         return None
     return 'RIP=%s IRR=%s' % (rip, pending)
 
