@@ -53,18 +53,20 @@ fio_jobs=(
 # --- in the nested guest ----------------------------------------------------
 guest_main() {
 	local rt=${NVMET_MDEV_BENCH_RUNTIME:-8} ramp=${NVMET_MDEV_BENCH_RAMP:-2}
-	local c b n d j rc
+	local b n d j rc
 	local -A devs=()
 
 	# Keep kernel messages off the console that carries the results.
 	dmesg -n 1
-	for c in /sys/class/nvme/nvme*; do
-		n=
-		for b in "$c"/nvme*n*; do [ -d "$b" ] && n=${b##*/}; done
-		[ -n "$n" ] || continue
-		if [ "$(cat "$c/subsysnqn")" = "$NVMET_MDEV_BENCH_NQN" ]; then
+	# A namespace's "device" is its controller, or with native multipath
+	# (nvmet's multi-controller subsystem) the subsystem: both have
+	# subsysnqn and model.
+	for b in /sys/block/nvme*n*; do
+		n=${b##*/}
+		case $n in *c*) continue ;; esac
+		if [ "$(cat "$b/device/subsysnqn")" = "$NVMET_MDEV_BENCH_NQN" ]; then
 			devs[mdev]=$n
-		elif grep -q '^QEMU' "$c/model"; then
+		elif grep -q '^QEMU' "$b/device/model"; then
 			devs[qemu-nvme]=$n
 		fi
 	done
@@ -300,7 +302,8 @@ desc = {
 for d in disks:
     v = devs.get(d)
     where = "MISSING in the guest" if v is None else \
-        "%s, %d MiB, %d blk-mq queue(s)" % (v[0], v[1] >> 20, v[2])
+        "%s, %d MiB, %s" % (v[0], v[1] >> 20, "%d blk-mq queue(s)" % v[2] if v[2]
+                            else "native multipath node")
     print("    %-10s %s\n               %s" % (d, where, desc[d]))
 print("  fio     : %s, ioengine=io_uring direct=1, per job %ss ramp + %ss measured,"
       % (guest.get("fio", "?"), info.get("ramp", "?"), info.get("runtime", "?")))
@@ -394,6 +397,8 @@ fi
 	echo "  machine at start: $load0"
 	echo "  machine at end:   load average $(cut -d' ' -f1-3 /proc/loadavg), $(others) other QEMU process(es)"
 	[ -n "$note" ] && echo "$note"
+	k=$(grep -ac '^vm.sh: QEMU lost a wake-up' "$out/console.log" || true)
+	[ "$k" -gt 0 ] && echo "  QEMU lost a wake-up of the host VM $k time(s), recovered after 3 to 6 s (see the README)"
 	[ $rc -ne 0 ] && echo "WARNING: the run ended with status $rc (a kernel splat or a failed step); see build/bench/console.log"
 } > "$out/latest.txt"
 echo
