@@ -129,10 +129,10 @@ teardown_nvmet() {
 # read-only, so libvirtd runs in its own mount namespace with tmpfs over
 # /var/lib and /var/cache and a writable copy of /etc/libvirt whose qemu.conf
 # runs QEMU as root without a security driver, cgroups, a private /dev or
-# virtlogd (none of which this VM's init sets up).  libvirtd looks up the QEMU user
-# it was built with (Debian: libvirt-qemu, group kvm) before it reads
-# qemu.conf, so the namespace also gets a passwd and group file that have
-# them.  Logs go to /run/libvirtd.log.
+# virtlogd (none of which this VM's init sets up).  libvirtd looks up the
+# QEMU user it was built with (Debian: libvirt-qemu, group kvm) before it
+# reads qemu.conf, so the namespace also gets a passwd and group file that
+# have them.  Logs go to /run/libvirtd.log.
 start_libvirtd() {
 	local etc=/run/nvmet-mdev-libvirt-etc i
 	command -v libvirtd >/dev/null || { echo "no libvirtd (make deps)" >&2; return 1; }

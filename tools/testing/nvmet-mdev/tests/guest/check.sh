@@ -11,15 +11,15 @@ check() {
 dev=/dev/nvme0n1
 
 vendor_ids() {
-	# vendor_ids VID SSVID: what Identify Controller reports
-	nvme id-ctrl /dev/nvme0 > /tmp/idc.v || return
-	[ "$(awk '/^vid /{print $3}' /tmp/idc.v)" = "$1" ] &&
-		[ "$(awk '/^ssvid /{print $3}' /tmp/idc.v)" = "$2" ]
+	# vendor_ids ID_CTRL_FILE VID SSVID: that nvme id-ctrl output has them
+	[ "$(awk '/^vid /{print $3}' "$1")" = "$2" ] &&
+		[ "$(awk '/^ssvid /{print $3}' "$1")" = "$3" ]
 }
 
 ids() {
 	# ids VID SSVID: Identify Controller reports these vendor IDs
-	check "Identify reports VID $1 SSVID $2" vendor_ids "$1" "$2"
+	nvme id-ctrl /dev/nvme0 > /tmp/idc
+	check "Identify reports VID $1 SSVID $2" vendor_ids /tmp/idc "$1" "$2"
 }
 
 identify() {
@@ -30,7 +30,7 @@ identify() {
 	check "the namespace block device exists" test -b $dev
 	check "namespace size is $1" test "$(blockdev --getsize64 $dev)" = "$1"
 	check "model is Linux" grep -q '^mn *: Linux' /tmp/idc
-	check "VID and SSVID are the PCI function's" vendor_ids \
+	check "VID and SSVID are the PCI function's" vendor_ids /tmp/idc \
 		"$(cat /sys/class/nvme/nvme0/device/vendor)" \
 		"$(cat /sys/class/nvme/nvme0/device/subsystem_vendor)"
 	check "mdts is $2" grep -qE "^mdts *: $2\$" /tmp/idc
