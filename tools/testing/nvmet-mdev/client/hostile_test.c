@@ -1323,12 +1323,12 @@ static void sq_tail_busy_loop(struct __test_metadata *_metadata,
 	RECOVER();
 }
 
-TEST_F(hostile, invalid_sq_tail_no_busy_loop)
+TEST_F_TIMEOUT(hostile, invalid_sq_tail_no_busy_loop, 60)
 {
 	sq_tail_busy_loop(_metadata, self, false);
 }
 
-TEST_F(hostile, invalid_sq_tail_no_busy_loop_shadow)
+TEST_F_TIMEOUT(hostile, invalid_sq_tail_no_busy_loop_shadow, 60)
 {
 	sq_tail_busy_loop(_metadata, self, true);
 }
@@ -1350,7 +1350,7 @@ static uint64_t pinned_kb(struct vfio_dev *dev)
  * the unmap of B, the process's pinned pages must still cover every live
  * ring (the fixed driver pins rings on their own).
  */
-TEST_F(hostile, unmap_neighbour_keeps_ring_pinned)
+TEST_F_TIMEOUT(hostile, unmap_neighbour_keeps_ring_pinned, 60)
 {
 	struct nvme_ctrl *ctrl = self->ctrl;
 	struct vfio_dev *dev = &self->c.dev;
