@@ -13,7 +13,8 @@
  *
  * Only queue threads pin (see datapath.h): lookups and insertions there
  * need no lock, and entries are only removed while every queue thread is
- * paused or stopped.
+ * paused or stopped.  A chunk enters the cache only once a page of it is
+ * pinned, so the cache is bounded by the guest memory actually used.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -33,52 +34,45 @@ static inline u64 nvmet_mdev_chunk_iova(unsigned long idx)
 	return (u64)idx << NVMET_MDEV_CHUNK_SHIFT;
 }
 
-static struct page **nvmet_mdev_chunk_get(struct nvmet_mdev_ctrl *ctrl,
-					  unsigned long idx, bool *full)
+/*
+ * Pin a whole chunk with one call.  Returns its page array, or NULL if part
+ * of the chunk is not mapped (or not writable): then pages are pinned one
+ * by one.
+ */
+static struct page **nvmet_mdev_chunk_pin(struct nvmet_mdev_ctrl *ctrl,
+					  unsigned long idx)
 {
-	void *entry;
 	struct page **pages;
 	int ret;
 
-	entry = xa_load(&ctrl->dp->pins, idx);
-	if (entry) {
-		*full = xa_pointer_tag(entry) == NVMET_MDEV_CHUNK_FULL;
-		return xa_untag_pointer(entry);
-	}
-
-	pages = kzalloc(PAGE_SIZE, GFP_KERNEL);
+	pages = kmalloc(PAGE_SIZE, GFP_KERNEL_ACCOUNT);
 	if (!pages)
-		return ERR_PTR(-ENOMEM);
-
-	/*
-	 * Try to pin the whole chunk at once.  This fails if part of it is
-	 * not mapped (or not writable); then pages are pinned one by one.
-	 */
+		return NULL;
 	ret = vfio_pin_pages(&ctrl->vdev, nvmet_mdev_chunk_iova(idx),
 			     NVMET_MDEV_CHUNK_PAGES, IOMMU_READ | IOMMU_WRITE,
 			     pages);
-	*full = ret == NVMET_MDEV_CHUNK_PAGES;
-	if (ret > 0 && !*full) {
-		/* Partial success should not happen; undo it. */
-		vfio_unpin_pages(&ctrl->vdev, nvmet_mdev_chunk_iova(idx), ret);
-	}
-	if (!*full)
-		memset(pages, 0, PAGE_SIZE);
-
-	entry = xa_tag_pointer(pages, *full ? NVMET_MDEV_CHUNK_FULL : 0);
-	entry = xa_cmpxchg(&ctrl->dp->pins, idx, NULL, entry, GFP_KERNEL);
-	if (!entry)
+	if (ret == NVMET_MDEV_CHUNK_PAGES)
 		return pages;
-
-	/* Lost a race with another queue thread, or out of memory. */
-	if (*full)
-		vfio_unpin_pages(&ctrl->vdev, nvmet_mdev_chunk_iova(idx),
-				 NVMET_MDEV_CHUNK_PAGES);
+	if (ret > 0)	/* partial success should not happen; undo it */
+		vfio_unpin_pages(&ctrl->vdev, nvmet_mdev_chunk_iova(idx), ret);
 	kfree(pages);
-	if (xa_is_err(entry))
-		return ERR_PTR(xa_err(entry));
-	*full = xa_pointer_tag(entry) == NVMET_MDEV_CHUNK_FULL;
-	return xa_untag_pointer(entry);
+	return NULL;
+}
+
+/*
+ * Store a new chunk entry, or return the one another queue thread stored
+ * first (then @entry is freed, its pins dropped by the caller).
+ */
+static void *nvmet_mdev_chunk_store(struct nvmet_mdev_ctrl *ctrl,
+				    unsigned long idx, void *entry)
+{
+	void *old;
+
+	old = xa_cmpxchg(&ctrl->dp->pins, idx, NULL, entry, GFP_KERNEL_ACCOUNT);
+	if (!old)
+		return entry;
+	kfree(xa_untag_pointer(entry));
+	return old;
 }
 
 /**
@@ -88,7 +82,9 @@ static struct page **nvmet_mdev_chunk_get(struct nvmet_mdev_ctrl *ctrl,
  * @page: the page, valid until the range is unmapped or the controller
  *	disabled
  *
- * Queue thread context only (may sleep, takes vfio locks).
+ * Queue thread context only (may sleep, takes vfio locks).  A chunk enters
+ * the cache only once something in it is pinned: addresses the guest has
+ * not mapped cost nothing but the failed attempt, whatever their number.
  *
  * Return: 0 or a negative errno if @iova is not mapped for DMA.
  */
@@ -97,37 +93,80 @@ int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
 {
 	unsigned long idx = iova >> NVMET_MDEV_CHUNK_SHIFT;
 	unsigned int i = (iova >> PAGE_SHIFT) & (NVMET_MDEV_CHUNK_PAGES - 1);
-	struct page **pages;
+	u64 chunk = nvmet_mdev_chunk_iova(idx);
+	struct page **pages, **new;
 	struct page *p;
-	bool full;
+	void *entry;
 	int ret;
 
 	if (unlikely(idx != iova >> NVMET_MDEV_CHUNK_SHIFT))
 		return -EINVAL;	/* beyond unsigned long */
 
-	pages = nvmet_mdev_chunk_get(ctrl, idx, &full);
-	if (IS_ERR(pages))
-		return PTR_ERR(pages);
-
-	p = READ_ONCE(pages[i]);
-	if (likely(p)) {
-		*page = p;
-		return 0;
+	entry = xa_load(&ctrl->dp->pins, idx);
+	if (!entry) {
+		new = nvmet_mdev_chunk_pin(ctrl, idx);
+		if (new) {
+			entry = xa_tag_pointer(new, NVMET_MDEV_CHUNK_FULL);
+			entry = nvmet_mdev_chunk_store(ctrl, idx, entry);
+			if (xa_is_err(entry) || xa_untag_pointer(entry) != new)
+				vfio_unpin_pages(&ctrl->vdev, chunk,
+						 NVMET_MDEV_CHUNK_PAGES);
+			if (xa_is_err(entry))
+				return xa_err(entry);
+		}
 	}
-	if (full)
-		return -EFAULT;	/* cannot happen */
+	if (entry) {
+		pages = xa_untag_pointer(entry);
+		p = READ_ONCE(pages[i]);
+		if (likely(p)) {
+			*page = p;
+			return 0;
+		}
+		if (xa_pointer_tag(entry) == NVMET_MDEV_CHUNK_FULL)
+			return -EFAULT;	/* cannot happen */
+	}
 
 	ret = vfio_pin_pages(&ctrl->vdev, iova & PAGE_MASK, 1,
 			     IOMMU_READ | IOMMU_WRITE, &p);
 	if (ret != 1)
 		return ret < 0 ? ret : -EFAULT;
 
+	if (!entry) {
+		new = kzalloc(PAGE_SIZE, GFP_KERNEL_ACCOUNT);
+		if (!new) {
+			ret = -ENOMEM;
+			goto unpin;
+		}
+		new[i] = p;
+		entry = nvmet_mdev_chunk_store(ctrl, idx, new);
+		if (xa_is_err(entry)) {
+			ret = xa_err(entry);
+			goto unpin;
+		}
+		if (entry == new) {
+			*page = p;
+			return 0;
+		}
+		/* Another thread stored the chunk first. */
+		if (xa_pointer_tag(entry) == NVMET_MDEV_CHUNK_FULL) {
+			ret = 0;
+			goto unpin;
+		}
+	}
+
+	pages = xa_untag_pointer(entry);
 	if (cmpxchg(&pages[i], NULL, p)) {
-		/* Another thread pinned it meanwhile. */
-		vfio_unpin_pages(&ctrl->vdev, iova & PAGE_MASK, 1);
-		p = READ_ONCE(pages[i]);
+		ret = 0;	/* another thread pinned it meanwhile */
+		goto unpin;
 	}
 	*page = p;
+	return 0;
+
+unpin:
+	vfio_unpin_pages(&ctrl->vdev, iova & PAGE_MASK, 1);
+	if (ret)
+		return ret;
+	*page = READ_ONCE(((struct page **)xa_untag_pointer(entry))[i]);
 	return 0;
 }
 
