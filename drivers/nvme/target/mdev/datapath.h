@@ -60,18 +60,21 @@
 
 /**
  * struct nvmet_mdev_gmap - guest memory mapped into kernel virtual space
+ * @ctrl: the controller whose pins hold the pages
  * @vaddr: kernel address of @iova
- * @vbase: address returned by vmap()
+ * @vbase: address returned by vmap(), NULL when not mapped
  * @iova: guest I/O virtual address of the buffer
- * @len: length of the buffer
+ * @last: its last byte (inclusive: a buffer may end at the top of the
+ *	IOVA space)
  *
- * The pages stay pinned in the pin cache while mapped.
+ * The pages are pinned by the mapping itself (nvmet_mdev_gmap()).
  */
 struct nvmet_mdev_gmap {
-	void		*vaddr;
-	void		*vbase;
-	u64		iova;
-	size_t		len;
+	struct nvmet_mdev_ctrl	*ctrl;
+	void			*vaddr;
+	void			*vbase;
+	u64			iova;
+	u64			last;
 };
 
 /**
@@ -219,7 +222,7 @@ void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_pause(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_sq *self);
 void nvmet_mdev_resume(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_db_write(struct nvmet_mdev_ctrl *ctrl, u32 off, u32 val);
-void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len);
+void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last);
 
 /* mem.c */
 int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
@@ -231,11 +234,11 @@ int nvmet_mdev_read_guest(struct nvmet_mdev_ctrl *ctrl, u64 iova, void *buf,
 			  size_t len);
 void nvmet_mdev_unpin_all(struct nvmet_mdev_ctrl *ctrl);
 
+/* Whether a mapping overlaps [first, last] (inclusive ends: no wrap). */
 static inline bool nvmet_mdev_gmap_overlaps(const struct nvmet_mdev_gmap *map,
-					    u64 iova, u64 len)
+					    u64 first, u64 last)
 {
-	return map->vbase && iova < map->iova + map->len &&
-		map->iova < iova + len;
+	return map->vbase && first <= map->last && map->iova <= last;
 }
 
 /* prp.c */
@@ -245,7 +248,7 @@ void nvmet_mdev_unmap_data(struct nvmet_mdev_iod *iod);
 /* dbbuf.c */
 u16 nvmet_mdev_set_dbbuf(struct nvmet_ctrl *tctrl, u64 prp1, u64 prp2);
 void nvmet_mdev_dbbuf_clear(struct nvmet_mdev_ctrl *ctrl);
-void nvmet_mdev_dbbuf_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len);
+void nvmet_mdev_dbbuf_unmap(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last);
 
 /* Doorbell slots, CAP.DSTRD = 0 */
 static inline unsigned int nvmet_mdev_sq_db_idx(u16 qid)

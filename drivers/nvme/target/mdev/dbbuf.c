@@ -106,19 +106,19 @@ void nvmet_mdev_dbbuf_clear(struct nvmet_mdev_ctrl *ctrl)
 /**
  * nvmet_mdev_dbbuf_unmap() - the guest unmaps memory
  * @ctrl: the controller, queue threads paused
- * @iova: start of the range
- * @len: its length
+ * @first: first byte of the range
+ * @last: its last byte
  *
  * If the range holds a shadow doorbell buffer, fall back to the BAR0
  * doorbells (with the last shadow values) and report a controller fatal
  * status: the host still updates buffers we no longer read.
  */
-void nvmet_mdev_dbbuf_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len)
+void nvmet_mdev_dbbuf_unmap(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last)
 {
 	struct nvmet_mdev_dp *dp = ctrl->dp;
 
-	if (!nvmet_mdev_gmap_overlaps(&dp->dbbuf_db, iova, len) &&
-	    !nvmet_mdev_gmap_overlaps(&dp->dbbuf_ei, iova, len))
+	if (!nvmet_mdev_gmap_overlaps(&dp->dbbuf_db, first, last) &&
+	    !nvmet_mdev_gmap_overlaps(&dp->dbbuf_ei, first, last))
 		return;
 
 	dev_warn(&ctrl->vdev.device,

@@ -15,6 +15,10 @@
  * need no lock, and entries are only removed while every queue thread is
  * paused or stopped.  A chunk enters the cache only once a page of it is
  * pinned, so the cache is bounded by the guest memory actually used.
+ *
+ * Queue rings and shadow doorbell buffers, which stay mapped into kernel
+ * virtual space, hold pins of their own (nvmet_mdev_gmap()): dropping the
+ * cache's pins of a chunk never leaves a kernel mapping without a pin.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -215,48 +219,58 @@ void nvmet_mdev_unpin_all(struct nvmet_mdev_ctrl *ctrl)
  * nvmet_mdev_gmap() - map a guest buffer contiguous in IOVA space
  * @ctrl: the controller
  * @iova: start of the buffer
- * @len: its length, non-zero
+ * @len: its length, non-zero, at most VFIO_PIN_PAGES_MAX_ENTRIES pages
  * @map: filled in
  *
  * Pins the pages (queue thread context) and maps them contiguously into
- * kernel virtual space, for queue rings and shadow doorbell buffers.
+ * kernel virtual space, for queue rings and shadow doorbell buffers.  The
+ * pins are the mapping's own, not the pin cache's: they are dropped with
+ * the mapping, when the guest unmaps any part of the buffer, and by
+ * nothing else (the cache drops whole chunks when the guest unmaps a
+ * neighbour).
  *
  * Return: 0 or a negative errno.
  */
 int nvmet_mdev_gmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, size_t len,
 		    struct nvmet_mdev_gmap *map)
 {
-	u64 first = iova >> PAGE_SHIFT, end;
-	unsigned int i, n;
+	u64 first = iova & PAGE_MASK, last;
 	struct page **pages;
+	unsigned int n;
 	void *vbase;
 	int ret;
 
-	if (!len || check_add_overflow(iova, (u64)len - 1, &end))
+	if (!len || check_add_overflow(iova, (u64)len - 1, &last))
 		return -EINVAL;
-	n = (end >> PAGE_SHIFT) - first + 1;
+	n = ((last - first) >> PAGE_SHIFT) + 1;
+	if (n > VFIO_PIN_PAGES_MAX_ENTRIES)
+		return -EINVAL;
 
 	pages = kmalloc_array(n, sizeof(*pages), GFP_KERNEL);
 	if (!pages)
 		return -ENOMEM;
 
-	for (i = 0; i < n; i++) {
-		ret = nvmet_mdev_pin_page(ctrl, (first + i) << PAGE_SHIFT,
-					  &pages[i]);
-		if (ret)
-			goto out;
+	ret = vfio_pin_pages(&ctrl->vdev, first, n, IOMMU_READ | IOMMU_WRITE,
+			     pages);
+	if (ret != n) {
+		if (ret > 0)
+			vfio_unpin_pages(&ctrl->vdev, first, ret);
+		ret = ret < 0 ? ret : -EFAULT;
+		goto out;
 	}
 
 	vbase = vmap(pages, n, VM_MAP, PAGE_KERNEL);
 	if (!vbase) {
+		vfio_unpin_pages(&ctrl->vdev, first, n);
 		ret = -ENOMEM;
 		goto out;
 	}
 
+	map->ctrl = ctrl;
 	map->vbase = vbase;
 	map->vaddr = vbase + offset_in_page(iova);
 	map->iova = iova;
-	map->len = len;
+	map->last = last;
 	ret = 0;
 out:
 	kfree(pages);
@@ -264,13 +278,22 @@ out:
 }
 
 /**
- * nvmet_mdev_gunmap() - undo nvmet_mdev_gmap(), the pins stay cached
+ * nvmet_mdev_gunmap() - undo nvmet_mdev_gmap(), dropping its pins
  * @map: the mapping, may be unused (zeroed)
+ *
+ * Process context (vfio locks); the caller ensures nobody uses the
+ * mapping any more (see nvmet_mdev_dbbuf_sync() for the readers that do
+ * not run in queue threads).
  */
 void nvmet_mdev_gunmap(struct nvmet_mdev_gmap *map)
 {
-	if (map->vbase)
+	u64 first = map->iova & PAGE_MASK;
+
+	if (map->vbase) {
 		vunmap(map->vbase);
+		vfio_unpin_pages(&map->ctrl->vdev, first,
+				 ((map->last - first) >> PAGE_SHIFT) + 1);
+	}
 	memset(map, 0, sizeof(*map));
 }
 
@@ -312,9 +335,11 @@ int nvmet_mdev_read_guest(struct nvmet_mdev_ctrl *ctrl, u64 iova, void *buf,
  * @length: its length
  *
  * Pauses the queue threads, waits for the commands holding guest data
- * pages, drops the pins of the range and resumes.  Rings or shadow
- * doorbell buffers in the range are unmapped first: the queues concerned
- * stop (CSTS.CFS), the shadow doorbells fall back to BAR0 doorbells.
+ * pages, drops the pins of the range and resumes.  Rings in the range are
+ * unmapped, to be mapped again by their queue thread when next needed;
+ * shadow doorbell buffers in the range fall back to the BAR0 doorbells.
+ * The pin cache is dropped by whole chunks, which may be more than the
+ * range: it is refilled on demand.
  */
 void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length)
 {
@@ -335,8 +360,8 @@ void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length)
 		return;	/* nothing pinned there */
 
 	nvmet_mdev_pause(ctrl, NULL);
-	nvmet_mdev_dbbuf_unmap(ctrl, iova, length);
-	nvmet_mdev_unmap_queues(ctrl, iova, length);
+	nvmet_mdev_dbbuf_unmap(ctrl, iova, end);
+	nvmet_mdev_unmap_queues(ctrl, iova, end);
 	nvmet_mdev_unpin_range(ctrl, iova >> NVMET_MDEV_CHUNK_SHIFT, last);
 	nvmet_mdev_resume(ctrl);
 }

@@ -1074,13 +1074,13 @@ void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl)
 /**
  * nvmet_mdev_unmap_queues() - the guest unmaps memory holding rings
  * @ctrl: the controller, every queue thread paused
- * @iova: start of the range being unmapped
- * @len: its length
+ * @first: first byte of the range being unmapped
+ * @last: its last byte
  *
  * The rings in the range are unmapped; the queue threads map them again
  * when they next need them (see nvmet_mdev_sq_remap()).
  */
-void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len)
+void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last)
 {
 	struct nvmet_mdev_dp *dp = ctrl->dp;
 	struct nvmet_mdev_gmap map;
@@ -1093,13 +1093,13 @@ void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len)
 	for (qid = 0; qid <= NVMET_MDEV_MAX_IO_QUEUES; qid++) {
 		sq = rcu_dereference_protected(dp->sqs[qid],
 					       lockdep_is_held(&dp->qlock));
-		if (sq && nvmet_mdev_gmap_overlaps(&sq->ring, iova, len)) {
+		if (sq && nvmet_mdev_gmap_overlaps(&sq->ring, first, last)) {
 			sq->sqes = NULL;
 			nvmet_mdev_gunmap(&sq->ring);
 		}
 		cq = rcu_dereference_protected(dp->cqs[qid],
 					       lockdep_is_held(&dp->qlock));
-		if (cq && nvmet_mdev_gmap_overlaps(&cq->ring, iova, len)) {
+		if (cq && nvmet_mdev_gmap_overlaps(&cq->ring, first, last)) {
 			spin_lock_irqsave(&cq->lock, flags);
 			cq->cqes = NULL;
 			map = cq->ring;
