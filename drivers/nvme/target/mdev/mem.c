@@ -340,10 +340,14 @@ int nvmet_mdev_read_guest(struct nvmet_mdev_ctrl *ctrl, u64 iova, void *buf,
  * shadow doorbell buffers in the range fall back to the BAR0 doorbells.
  * The pin cache is dropped by whole chunks, which may be more than the
  * range: it is refilled on demand.
+ *
+ * The threads are paused even when the cache holds nothing in the range:
+ * one of them may have pinned pages there and not yet stored them, and
+ * the backend (vfio type1: BUG_ON after ten rounds) unmaps only once
+ * every pin is gone.
  */
 void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length)
 {
-	struct nvmet_mdev_dp *dp = ctrl->dp;
 	unsigned long first, last;
 	u64 end;
 
@@ -356,12 +360,10 @@ void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length)
 
 	first = iova >> NVMET_MDEV_CHUNK_SHIFT;
 	last = min_t(u64, end >> NVMET_MDEV_CHUNK_SHIFT, ULONG_MAX);
-	if (!xa_find(&dp->pins, &first, last, XA_PRESENT))
-		return;	/* nothing pinned there */
 
 	nvmet_mdev_pause(ctrl, NULL);
 	nvmet_mdev_dbbuf_unmap(ctrl, iova, end);
 	nvmet_mdev_unmap_queues(ctrl, iova, end);
-	nvmet_mdev_unpin_range(ctrl, iova >> NVMET_MDEV_CHUNK_SHIFT, last);
+	nvmet_mdev_unpin_range(ctrl, first, last);
 	nvmet_mdev_resume(ctrl);
 }
