@@ -291,16 +291,18 @@ static int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq)
 	struct nvmet_mdev_gmap map = {};
 	struct nvmet_mdev_iod *iod, *tmp;
 	unsigned long flags;
-	LIST_HEAD(drop);
 	int ret;
 
 	ret = nvmet_mdev_gmap(sq->ctrl, cq->iova,
 			      cq->size * sizeof(struct nvme_completion), &map);
 	spin_lock_irqsave(&cq->lock, flags);
 	if (ret) {
-		/* Its completions can never be posted. */
+		/* Its completions can never be posted (see cq_retry). */
 		cq->dead = true;
-		list_splice_init(&cq->parked, &drop);
+		list_for_each_entry_safe(iod, tmp, &cq->parked, parked) {
+			list_del(&iod->parked);
+			nvmet_mdev_iod_put(iod);
+		}
 	} else if (!cq->cqes && !cq->dead) {
 		cq->ring = map;
 		cq->cqes = map.vaddr;
@@ -309,8 +311,6 @@ static int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq)
 	spin_unlock_irqrestore(&cq->lock, flags);
 
 	nvmet_mdev_gunmap(&map);	/* another thread was first */
-	list_for_each_entry_safe(iod, tmp, &drop, parked)
-		nvmet_mdev_iod_put(iod);
 	if (ret) {
 		dev_warn_ratelimited(&sq->ctrl->vdev.device,
 				     "CQ %u ring at %#llx is not mapped\n",
@@ -522,8 +522,7 @@ void nvmet_mdev_queue_response(struct nvmet_req *req)
 static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 {
 	struct nvmet_mdev_cq *cq = sq->cq;
-	struct nvmet_mdev_iod *iod, *tmp;
-	LIST_HEAD(done);
+	struct nvmet_mdev_iod *iod;
 	unsigned long flags;
 	unsigned int n = 0;
 	u32 bad = U32_MAX;
@@ -539,8 +538,14 @@ static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 	       !nvmet_mdev_cq_full(cq, &bad)) {
 		iod = list_first_entry(&cq->parked, struct nvmet_mdev_iod,
 				       parked);
-		list_move_tail(&iod->parked, &done);
+		list_del(&iod->parked);
 		nvmet_mdev_cq_post(cq, iod);
+		/*
+		 * The iod may belong to another SQ of this CQ: free it
+		 * before unlocking, nvmet_mdev_sq_free() of that SQ
+		 * serialises on cq->lock.
+		 */
+		nvmet_mdev_iod_put(iod);
 		n++;
 	}
 	irq = nvmet_mdev_cq_irq_needed(cq, n);
@@ -551,8 +556,6 @@ static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 					  cq->head);
 	spin_unlock_irqrestore(&cq->lock, flags);
 
-	list_for_each_entry_safe(iod, tmp, &done, parked)
-		nvmet_mdev_iod_put(iod);
 	if (irq)
 		nvmet_mdev_irq_raise(sq->ctrl, cq->vector);
 	if (bad != U32_MAX) {
