@@ -248,6 +248,7 @@ void nvmet_mdev_unmap_data(struct nvmet_mdev_iod *iod);
 /* dbbuf.c */
 u16 nvmet_mdev_set_dbbuf(struct nvmet_ctrl *tctrl, u64 prp1, u64 prp2);
 void nvmet_mdev_dbbuf_clear(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_dbbuf_sync(void);
 void nvmet_mdev_dbbuf_unmap(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last);
 
 /* Doorbell slots, CAP.DSTRD = 0 */

@@ -72,9 +72,22 @@ u16 nvmet_mdev_set_dbbuf(struct nvmet_ctrl *tctrl, u64 prp1, u64 prp2)
 
 	nvmet_mdev_resume(ctrl);
 
-	nvmet_mdev_gunmap(&old_db);
-	nvmet_mdev_gunmap(&old_ei);
+	if (old_db.vbase) {
+		nvmet_mdev_dbbuf_sync();
+		nvmet_mdev_gunmap(&old_db);
+		nvmet_mdev_gunmap(&old_ei);
+	}
 	return NVME_SC_SUCCESS;
+}
+
+/*
+ * Wait until nobody reads a shadow doorbell buffer just replaced: queue
+ * threads are paused by then, but completions, posted from any context,
+ * read the CQ head doorbells under rcu_read_lock() (nvmet_mdev_cq_full()).
+ */
+void nvmet_mdev_dbbuf_sync(void)
+{
+	synchronize_rcu();
 }
 
 /* Back to BAR0 doorbells; queue threads paused or stopped. */
@@ -90,6 +103,7 @@ static void nvmet_mdev_dbbuf_off(struct nvmet_mdev_ctrl *ctrl, bool copy)
 			WRITE_ONCE(ctrl->db[i], READ_ONCE(dp->sdb[i]));
 	WRITE_ONCE(dp->sdb, NULL);
 	WRITE_ONCE(dp->eidx, NULL);
+	nvmet_mdev_dbbuf_sync();
 	nvmet_mdev_gunmap(&dp->dbbuf_db);
 	nvmet_mdev_gunmap(&dp->dbbuf_ei);
 }

@@ -402,7 +402,10 @@ static bool nvmet_mdev_cq_full(struct nvmet_mdev_cq *cq, u32 *bad)
 	if (likely(next != cq->head))
 		return false;
 
+	/* Any context: the shadow doorbells go away after a grace period. */
+	rcu_read_lock();
 	head = nvmet_mdev_db_read(cq->ctrl, nvmet_mdev_cq_db_idx(cq->qid));
+	rcu_read_unlock();
 	if (head == cq->head)
 		return true;
 
