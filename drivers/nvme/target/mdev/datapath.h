@@ -54,6 +54,9 @@
 /* Commands fetched from one SQ before the thread checks for other work. */
 #define NVMET_MDEV_SQ_BURST	64
 
+/* bad_tail, bad_head: no invalid doorbell value (any u32 may be one). */
+#define NVMET_MDEV_DB_VALID	U64_MAX
+
 /* Asynchronous event information for Error status events (NVMe 2.0). */
 #define NVMET_MDEV_AER_INVALID_DB_REG	0x00
 #define NVMET_MDEV_AER_INVALID_DB_VALUE	0x01
@@ -117,6 +120,7 @@ struct nvmet_mdev_cq {
 	struct nvme_completion	*cqes;		/* NULL: not mapped (yet) */
 	u16			tail;
 	u16			head;		/* last valid head doorbell */
+	u64			bad_head;	/* invalid head reported */
 	bool			phase;
 	bool			dead;		/* ring gone: drop completions */
 	struct list_head	parked;		/* iods whose CQE did not fit */
@@ -136,7 +140,7 @@ struct nvmet_mdev_sq {
 	u16			qid;
 	u16			size;		/* entries */
 	u16			head;		/* next entry to fetch */
-	u16			bad_db;		/* invalid value reported */
+	u64			bad_tail;	/* invalid tail reported */
 	bool			broken;		/* stop fetching */
 
 	struct task_struct	*thread;

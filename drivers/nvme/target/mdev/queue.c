@@ -220,9 +220,14 @@ static void nvmet_mdev_async_error(struct nvmet_mdev_ctrl *ctrl, u8 info)
 				      NVME_LOG_ERROR);
 }
 
-/* Invalid value in a doorbell of an existing queue (queue thread). */
-static void nvmet_mdev_bad_db(struct nvmet_mdev_ctrl *ctrl, u16 qid,
-			      u16 *reported, u32 val)
+/*
+ * Invalid value in a doorbell of an existing queue (queue thread): fatal
+ * for the admin queue, else an Asynchronous Event.  The caller reports
+ * once per invalid episode (until the doorbell holds a valid value again),
+ * and the queue has no work while the value stays invalid: a guest cannot
+ * make the host spin or queue events with a single write.
+ */
+static void nvmet_mdev_bad_db(struct nvmet_mdev_ctrl *ctrl, u16 qid, u32 val)
 {
 	if (!qid) {
 		dev_warn_ratelimited(&ctrl->vdev.device,
@@ -230,9 +235,6 @@ static void nvmet_mdev_bad_db(struct nvmet_mdev_ctrl *ctrl, u16 qid,
 		nvmet_mdev_ctrl_fatal(ctrl);
 		return;
 	}
-	if (*reported == (u16)val)
-		return;
-	*reported = val;
 	nvmet_mdev_async_error(ctrl, NVMET_MDEV_AER_INVALID_DB_VALUE);
 }
 
@@ -331,11 +333,15 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
 
 	tail = nvmet_mdev_db_read(ctrl, nvmet_mdev_sq_db_idx(sq->qid));
 	if (unlikely(tail >= sq->size)) {
-		nvmet_mdev_bad_db(ctrl, sq->qid, &sq->bad_db, tail);
+		if (sq->bad_tail == NVMET_MDEV_DB_VALID)
+			nvmet_mdev_bad_db(ctrl, sq->qid, tail);
+		WRITE_ONCE(sq->bad_tail, tail);
 		if (!sq->qid)
 			WRITE_ONCE(sq->broken, true);
 		return 0;
 	}
+	if (unlikely(sq->bad_tail != NVMET_MDEV_DB_VALID))
+		WRITE_ONCE(sq->bad_tail, NVMET_MDEV_DB_VALID);
 
 	if (unlikely(!sq->sqes) && head != tail && nvmet_mdev_sq_remap(sq))
 		return 0;
@@ -367,6 +373,18 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
 	return n;
 }
 
+/*
+ * Whether a doorbell holds a new value: neither the one last acted upon
+ * nor the invalid one last reported.
+ */
+static bool nvmet_mdev_db_changed(struct nvmet_mdev_ctrl *ctrl,
+				  unsigned int idx, u16 cur, u64 bad)
+{
+	u32 val = nvmet_mdev_db_read(ctrl, idx);
+
+	return val != cur && val != bad;
+}
+
 /* Also called by other queue threads for a sleeping one. */
 static bool nvmet_mdev_sq_has_work(struct nvmet_mdev_sq *sq)
 {
@@ -376,13 +394,14 @@ static bool nvmet_mdev_sq_has_work(struct nvmet_mdev_sq *sq)
 		return false;
 	/* Starved: new commands wait for a free iod. */
 	if (READ_ONCE(sq->starved) ? !llist_empty(&sq->free_iods) :
-	    nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid)) !=
-	    READ_ONCE(sq->head))
+	    nvmet_mdev_db_changed(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid),
+				  READ_ONCE(sq->head), READ_ONCE(sq->bad_tail)))
 		return true;
 	/* Parked completions wait for the host to move the CQ head. */
 	return !list_empty_careful(&cq->parked) &&
-		nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_cq_db_idx(cq->qid)) !=
-		READ_ONCE(cq->head);
+		nvmet_mdev_db_changed(sq->ctrl, nvmet_mdev_cq_db_idx(cq->qid),
+				      READ_ONCE(cq->head),
+				      READ_ONCE(cq->bad_head));
 }
 
 /* ------------------------------------------------------------------ */
@@ -391,9 +410,10 @@ static bool nvmet_mdev_sq_has_work(struct nvmet_mdev_sq *sq)
 /*
  * Whether the CQ has no free entry, reading the head doorbell again if it
  * looks full.  A head value beyond the queue or beyond the entries posted
- * is ignored (the queue thread reports it).  cq->lock held.
+ * is ignored; a queue thread (@report non-NULL) records it, and sets
+ * *@report if it starts an invalid episode.  cq->lock held.
  */
-static bool nvmet_mdev_cq_full(struct nvmet_mdev_cq *cq, u32 *bad)
+static bool nvmet_mdev_cq_full(struct nvmet_mdev_cq *cq, bool *report)
 {
 	u16 next = cq->tail + 1 == cq->size ? 0 : cq->tail + 1;
 	u16 posted, consumed;
@@ -412,10 +432,13 @@ static bool nvmet_mdev_cq_full(struct nvmet_mdev_cq *cq, u32 *bad)
 	posted = (cq->tail + cq->size - cq->head) % cq->size;
 	consumed = (head + cq->size - cq->head) % cq->size;
 	if (head >= cq->size || consumed > posted) {
-		if (bad)
-			*bad = head;
+		if (report) {
+			*report = cq->bad_head == NVMET_MDEV_DB_VALID;
+			WRITE_ONCE(cq->bad_head, head);
+		}
 		return true;
 	}
+	WRITE_ONCE(cq->bad_head, NVMET_MDEV_DB_VALID);
 	WRITE_ONCE(cq->head, head);	/* read locklessly by the threads */
 	return next == head;
 }
@@ -528,8 +551,7 @@ static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 	struct nvmet_mdev_iod *iod;
 	unsigned long flags;
 	unsigned int n = 0;
-	u32 bad = U32_MAX;
-	bool irq, more;
+	bool irq, more, report = false;
 
 	if (list_empty_careful(&cq->parked))
 		return;
@@ -538,7 +560,7 @@ static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 
 	spin_lock_irqsave(&cq->lock, flags);
 	while (!list_empty(&cq->parked) && cq->cqes &&
-	       !nvmet_mdev_cq_full(cq, &bad)) {
+	       !nvmet_mdev_cq_full(cq, &report)) {
 		iod = list_first_entry(&cq->parked, struct nvmet_mdev_iod,
 				       parked);
 		list_del(&iod->parked);
@@ -561,11 +583,8 @@ static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 
 	if (irq)
 		nvmet_mdev_irq_raise(sq->ctrl, cq->vector);
-	if (bad != U32_MAX) {
-		u16 reported = 0xffff;
-
-		nvmet_mdev_bad_db(sq->ctrl, cq->qid, &reported, bad);
-	}
+	if (report)
+		nvmet_mdev_bad_db(sq->ctrl, cq->qid, READ_ONCE(cq->bad_head));
 }
 
 /* ------------------------------------------------------------------ */
@@ -690,6 +709,7 @@ static struct nvmet_mdev_cq *nvmet_mdev_cq_alloc(struct nvmet_mdev_ctrl *ctrl,
 	cq->vector = vector;
 	cq->irq_enabled = irq_enabled;
 	cq->phase = true;
+	cq->bad_head = NVMET_MDEV_DB_VALID;
 	spin_lock_init(&cq->lock);
 	INIT_LIST_HEAD(&cq->parked);
 	hrtimer_setup(&cq->coalesce_timer, nvmet_mdev_coalesce_timer,
@@ -731,7 +751,7 @@ static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
 	sq->qid = qid;
 	sq->size = size;
 	sq->iova = iova;
-	sq->bad_db = 0xffff;
+	sq->bad_tail = NVMET_MDEV_DB_VALID;
 	init_waitqueue_head(&sq->wq);
 	atomic_set(&sq->inflight, 0);
 	init_llist_head(&sq->free_iods);
