@@ -103,9 +103,9 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 		return -EBUSY;
 
 	if (!nvmet_mdev_cc_valid(ctrl)) {
-		dev_info(&ctrl->vdev.device,
-			 "invalid controller configuration cc %#x aqa %#x\n",
-			 ctrl->regs.cc, ctrl->regs.aqa);
+		dev_info_ratelimited(&ctrl->vdev.device,
+				     "invalid controller configuration cc %#x aqa %#x\n",
+				     ctrl->regs.cc, ctrl->regs.aqa);
 		ret = -EINVAL;
 		goto fatal;
 	}
@@ -113,7 +113,8 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	ret = nvmet_mdev_port_subsysnqn(ctrl->port, ctrl->params.subsysnqn,
 					nqn);
 	if (ret) {
-		dev_warn(&ctrl->vdev.device, "no subsystem to connect to\n");
+		dev_warn_ratelimited(&ctrl->vdev.device,
+				     "no subsystem to connect to\n");
 		goto fatal;
 	}
 
@@ -132,17 +133,17 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	tctrl = nvmet_alloc_ctrl(&args);
 	kfree(tsq);
 	if (!tctrl) {
-		dev_warn(&ctrl->vdev.device,
-			 "cannot create a controller for %s (status %#x)\n",
-			 nqn, args.status);
+		dev_warn_ratelimited(&ctrl->vdev.device,
+				     "cannot create a controller for %s (status %#x)\n",
+				     nqn, args.status);
 		ret = -EINVAL;
 		goto fatal;
 	}
 	tctrl->drvdata = ctrl;
 
 	if (tctrl->pi_support) {
-		dev_warn(&ctrl->vdev.device,
-			 "protection information is not supported\n");
+		dev_warn_ratelimited(&ctrl->vdev.device,
+				     "protection information is not supported\n");
 		ret = -EOPNOTSUPP;
 		goto put;
 	}
