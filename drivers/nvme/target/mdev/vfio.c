@@ -29,6 +29,11 @@
 /* ------------------------------------------------------------------ */
 /* Region accesses                                                     */
 
+/*
+ * Config space, in pieces of up to 64 bytes.  The user copies happen
+ * outside ctrl->lock: a user buffer that faults slowly must not hold up
+ * the dma_unmap callbacks of the whole container.
+ */
 static int nvmet_mdev_cfg_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
 			     size_t count, u64 off, bool write)
 {
@@ -44,9 +49,13 @@ static int nvmet_mdev_cfg_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
 		if (write) {
 			if (copy_from_user(tmp, ubuf + done, n))
 				return -EFAULT;
+			mutex_lock(&ctrl->lock);
 			nvmet_mdev_pci_write(ctrl, off + done, tmp, n);
+			mutex_unlock(&ctrl->lock);
 		} else {
+			mutex_lock(&ctrl->lock);
 			nvmet_mdev_pci_read(ctrl, off + done, tmp, n);
+			mutex_unlock(&ctrl->lock);
 			if (copy_to_user(ubuf + done, tmp, n))
 				return -EFAULT;
 		}
@@ -118,9 +127,7 @@ static ssize_t nvmet_mdev_rw(struct vfio_device *vdev, char __user *ubuf,
 
 	switch (pos >> NVMET_MDEV_REGION_SHIFT) {
 	case VFIO_PCI_CONFIG_REGION_INDEX:
-		mutex_lock(&ctrl->lock);
 		ret = nvmet_mdev_cfg_rw(ctrl, ubuf, count, off, write);
-		mutex_unlock(&ctrl->lock);
 		break;
 	case VFIO_PCI_BAR0_REGION_INDEX:
 		ret = nvmet_mdev_bar0_rw(ctrl, ubuf, count, off, write);
