@@ -8,7 +8,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/memcontrol.h>
 #include <linux/module.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 
 #include "datapath.h"
@@ -312,6 +314,8 @@ void nvmet_mdev_ctrl_uninit(struct nvmet_mdev_ctrl *ctrl)
  */
 int nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl)
 {
+	ctrl->owner = get_task_struct(current);
+	ctrl->memcg = get_mem_cgroup_from_mm(current->mm);
 	ctrl->regs.aqa = 0;
 	ctrl->regs.asq = 0;
 	ctrl->regs.acq = 0;
@@ -328,6 +332,10 @@ void nvmet_mdev_ctrl_close(struct nvmet_mdev_ctrl *ctrl)
 {
 	nvmet_mdev_ctrl_disable(ctrl, false);
 	nvmet_mdev_regs_reset(ctrl);
+	mem_cgroup_put(ctrl->memcg);
+	ctrl->memcg = NULL;
+	put_task_struct(ctrl->owner);
+	ctrl->owner = NULL;
 }
 
 /**

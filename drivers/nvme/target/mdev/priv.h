@@ -135,6 +135,13 @@ struct nvmet_mdev_ctrl {
 	 */
 	struct mutex		lock;
 	bool			open;
+	/*
+	 * While open: the opener (the VMM) and its memory cgroup.  The
+	 * queue threads join the opener's cgroups and charge the memory
+	 * the guest makes them allocate to its memcg (as vhost workers).
+	 */
+	struct task_struct	*owner;
+	struct mem_cgroup	*memcg;
 
 	struct nvmet_mdev_params params;
 	char			hostnqn[NVMF_NQN_SIZE + 1];

@@ -28,8 +28,10 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cgroup.h>
 #include <linux/delay.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/stat.h>
 #include <linux/slab.h>
 
@@ -650,7 +652,17 @@ static int nvmet_mdev_sq_thread(void *data)
 	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
 	u64 poll_ns = (u64)ctrl->params.poll_idle_us * NSEC_PER_USEC;
 	u64 now, last = local_clock();
+	struct mem_cgroup *old_memcg;
 	int n;
+
+	/*
+	 * The guest's work: run in the VMM's cgroups (CPU, cpuset) and
+	 * charge the guest-sized allocations (__GFP_ACCOUNT) to its memcg.
+	 */
+	if (cgroup_attach_task_all(ctrl->owner, current))
+		dev_warn_once(&ctrl->vdev.device,
+			      "queue threads stay out of the VMM's cgroups\n");
+	old_memcg = set_active_memcg(ctrl->memcg);
 
 	/* The admin queues are mapped before the controller is ready. */
 	if (!sq->qid) {
@@ -687,6 +699,7 @@ static int nvmet_mdev_sq_thread(void *data)
 		nvmet_mdev_sq_sleep(sq);
 		last = local_clock();
 	}
+	set_active_memcg(old_memcg);
 	return 0;
 }
 
@@ -699,7 +712,7 @@ static struct nvmet_mdev_cq *nvmet_mdev_cq_alloc(struct nvmet_mdev_ctrl *ctrl,
 {
 	struct nvmet_mdev_cq *cq;
 
-	cq = kzalloc_obj(*cq);
+	cq = kzalloc_obj(*cq, GFP_KERNEL_ACCOUNT);
 	if (!cq)
 		return NULL;
 	cq->ctrl = ctrl;
@@ -742,7 +755,7 @@ static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
 	struct nvmet_mdev_iod *iod;
 	unsigned int i;
 
-	sq = kzalloc_obj(*sq);
+	sq = kzalloc_obj(*sq, GFP_KERNEL_ACCOUNT);
 	if (!sq)
 		return NULL;
 	sq->ctrl = ctrl;
@@ -758,9 +771,9 @@ static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
 
 	sq->nr_iods = qid ? size : min_t(unsigned int, size,
 					 NVMET_MDEV_ADMIN_IODS);
-	sq->iods = kvzalloc_objs(*sq->iods, sq->nr_iods);
-	sq->sgl_descs = kmalloc_objs(*sq->sgl_descs,
-				     NVMET_MDEV_MAX_SGL_DESCS);
+	sq->iods = kvzalloc_objs(*sq->iods, sq->nr_iods, GFP_KERNEL_ACCOUNT);
+	sq->sgl_descs = kmalloc_objs(*sq->sgl_descs, NVMET_MDEV_MAX_SGL_DESCS,
+				     GFP_KERNEL_ACCOUNT);
 	if (!sq->iods || !sq->sgl_descs)
 		goto free;
 
