@@ -32,6 +32,7 @@
 #include <linux/delay.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/stat.h>
 #include <linux/slab.h>
 
@@ -663,6 +664,8 @@ static int nvmet_mdev_sq_thread(void *data)
 		dev_warn_once(&ctrl->vdev.device,
 			      "queue threads stay out of the VMM's cgroups\n");
 	old_memcg = set_active_memcg(ctrl->memcg);
+	/* See nvmet_mdev_sq_stop(). */
+	allow_signal(SIGKILL);
 
 	/* The admin queues are mapped before the controller is ready. */
 	if (!sq->qid) {
@@ -801,6 +804,12 @@ static void nvmet_mdev_sq_stop(struct nvmet_mdev_sq *sq)
 
 	if (!sq->thread)
 		return;
+	/*
+	 * Pinning may wait for the VMM to resolve a userfaultfd fault
+	 * (iommufd lets GUP wait), which nothing but a fatal signal ends.
+	 * The queue is going away: make such waits, and further pins, fail.
+	 */
+	send_sig(SIGKILL, sq->thread, 1);
 	kthread_stop(sq->thread);
 	spin_lock(&dp->pause_lock);
 	sq->thread = NULL;
