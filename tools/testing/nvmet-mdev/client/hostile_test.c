@@ -1904,7 +1904,8 @@ static int uffd_child(int sock)
 		return 3;
 	reg.range.start = (unsigned long)buf;
 	reg.range.len = UFFD_BUF_SIZE;
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg) || send_fd(sock, uffd))
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) || send_fd(sock, uffd) ||
+	    write(sock, &buf, sizeof(buf)) != sizeof(buf))
 		return 4;
 	iova = nvme_iova_hole(&ctrl, UFFD_BUF_SIZE);
 	if (vfio_dma_map(&dev, buf, iova, UFFD_BUF_SIZE))
@@ -1933,6 +1934,7 @@ TEST_F_TIMEOUT(unopened, uffd_close, 120)
 	int sv[2], uffd = -1, status, probe;
 	bool exited = false;
 	uint64_t t0, closed_ms = 0;
+	void *buf = NULL;
 	char c;
 	pid_t pid;
 
@@ -1950,10 +1952,13 @@ TEST_F_TIMEOUT(unopened, uffd_close, 120)
 	}
 	close(sv[1]);
 	uffd = recv_fd(sv[0], 60000);
-	/* Wait for "closing", then up to 10 s for the close to return. */
+	/* The buffer's address, "closing", then up to 10 s for the close. */
 	{
 		struct pollfd pfd = { sv[0], POLLIN, 0 };
 
+		if (uffd < 0 || poll(&pfd, 1, 60000) != 1 ||
+		    read(sv[0], &buf, sizeof(buf)) != sizeof(buf))
+			buf = NULL;
 		if (poll(&pfd, 1, 60000) != 1 || read(sv[0], &c, 1) != 1)
 			c = 0;
 	}
@@ -1971,17 +1976,21 @@ TEST_F_TIMEOUT(unopened, uffd_close, 120)
 		       (unsigned long long)closed_ms);
 		if (uffd >= 0) {
 			struct uffd_msg msg;
+			size_t off;
 
 			/* Zero pages for every fault reported so far, then let go. */
-			while (read(uffd, &msg, sizeof(msg)) == sizeof(msg)) {
+			while (read(uffd, &msg, sizeof(msg)) == sizeof(msg))
+				TH_LOG("uffd: event %#x at %#llx", msg.event,
+				       (unsigned long long)msg.arg.pagefault.address);
+			/* Zero pages wherever missing, waking any waiter. */
+			for (off = 0; buf && off < UFFD_BUF_SIZE;
+			     off += NVME_PAGE_SIZE) {
 				struct uffdio_zeropage zp = {
-					.range.start = msg.arg.pagefault.address &
-						       ~(uint64_t)(NVME_PAGE_SIZE - 1),
+					.range.start = (uintptr_t)buf + off,
 					.range.len = NVME_PAGE_SIZE,
 				};
 
-				if (msg.event == UFFD_EVENT_PAGEFAULT)
-					ioctl(uffd, UFFDIO_ZEROPAGE, &zp);
+				ioctl(uffd, UFFDIO_ZEROPAGE, &zp);
 			}
 			close(uffd);
 			uffd = -1;
