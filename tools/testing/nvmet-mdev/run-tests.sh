@@ -46,10 +46,13 @@ for t in "${tests[@]}"; do
 	case "$name" in
 	host-*) "$t" > "$log" 2>&1 ;;
 	*)
-		# A test may ask for more time with a "# timeout: SECONDS" line.
+		# A test may ask for more time with a "# timeout: SECONDS" line,
+		# and for kernel arguments with "# append: ARGS" lines (e.g.
+		# "# append: kmemleak=on").
 		limit=$(sed -n 's/^# timeout: *\([0-9][0-9]*\)$/\1/p' "$t" | head -1)
+		append=$(sed -n 's/^# append: *\(.*[^ ]\) *$/\1/p' "$t" | tr '\n' ' ')
 		"$here/vm.sh" --timeout "${NVMET_MDEV_TEST_TIMEOUT:-${limit:-1200}}" \
-			-- "$t" > "$log" 2>&1 ;;
+			${append:+--append "$append"} -- "$t" > "$log" 2>&1 ;;
 	esac
 	rc=$?
 	secs=$(( $(date +%s) - start ))
