@@ -1455,7 +1455,10 @@ TEST_F_TIMEOUT(fuzz, mixed, fuzz_timeout())
 	 * Memory: what the controller holds after one more sweep of
 	 * unmapped chunks, still enabled (a reset frees a pin cache).
 	 */
+	start = nvme_now_ms();
 	void_sweep(_metadata, f, FUZZ_FINAL_SWEEP);
+	TH_LOG("final sweep of %u unmapped chunks: %llu ms", FUZZ_FINAL_SWEEP,
+	       (unsigned long long)(nvme_now_ms() - start));
 	if (!report || !self->snapped)
 		goto check;
 	vfio_env_binding(&b);
@@ -1491,6 +1494,8 @@ check:
 	}
 	report->kmsg = host_kmsg_since(self->before.kmsg_seq);
 	report->kmsg_done = true;
+	TH_LOG("sweep, host measurements and close: %llu ms",
+	       (unsigned long long)(nvme_now_ms() - start));
 }
 
 /*
