@@ -149,6 +149,7 @@ struct nvmet_mdev_sq {
 	bool			asleep;		/* set under dp->pause_lock */
 	bool			parked;		/* dp->pause_lock */
 	u64			watch_until;	/* local_clock(), admin SQ */
+	unsigned long		remap_since;	/* jiffies | 1, thread private */
 	bool			starved;	/* waiting for a free iod */
 
 	atomic_t		inflight;	/* commands holding data pages */

@@ -269,15 +269,56 @@ static void nvmet_mdev_exec(struct nvmet_mdev_sq *sq, struct nvmet_mdev_iod *iod
  * are live; QEMU does so for all of RAM when the firmware changes the
  * memory layout, with the firmware's NVMe queues in use.  The queue
  * threads map such rings again when they next need them, and only a ring
- * whose memory is still not mapped then is a fatal error.
+ * whose memory is still not mapped a while later is a fatal error.
  */
-static int nvmet_mdev_sq_remap(struct nvmet_mdev_sq *sq)
+
+/* How long a live ring may stay unmapped once it is needed. */
+#define NVMET_MDEV_REMAP_GRACE	HZ
+
+/*
+ * A ring is needed but its memory is not mapped.  The VMM may be changing
+ * the guest's memory map (unmapping, then mapping again): with @grace,
+ * keep trying (see the thread loop) for NVMET_MDEV_REMAP_GRACE first.
+ * Returns whether to try again later.
+ */
+static bool nvmet_mdev_remap_later(struct nvmet_mdev_sq *sq, bool grace)
+{
+	if (!grace)
+		return false;
+	if (!sq->remap_since) {
+		sq->remap_since = jiffies | 1;
+		return true;
+	}
+	if (time_before(jiffies, sq->remap_since + NVMET_MDEV_REMAP_GRACE))
+		return true;
+	sq->remap_since = 0;
+	return false;
+}
+
+/* Whether a ring of this thread is still unmapped and still needed. */
+static bool nvmet_mdev_remap_needed(struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_cq *cq = sq->cq;
+
+	if (READ_ONCE(sq->broken))
+		return false;
+	if (!sq->sqes &&
+	    nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid)) !=
+	    sq->head)
+		return true;
+	return !READ_ONCE(cq->cqes) && !READ_ONCE(cq->dead) &&
+		!list_empty_careful(&cq->parked);
+}
+
+static int nvmet_mdev_sq_remap(struct nvmet_mdev_sq *sq, bool grace)
 {
 	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
 	int ret;
 
 	ret = nvmet_mdev_gmap(ctrl, sq->iova,
 			      sq->size * sizeof(struct nvme_command), &sq->ring);
+	if (ret && nvmet_mdev_remap_later(sq, grace))
+		return -EAGAIN;
 	if (ret) {
 		dev_warn_ratelimited(&ctrl->vdev.device,
 				     "SQ %u ring at %#llx is not mapped\n",
@@ -287,10 +328,11 @@ static int nvmet_mdev_sq_remap(struct nvmet_mdev_sq *sq)
 		return ret;
 	}
 	sq->sqes = sq->ring.vaddr;
+	sq->remap_since = 0;
 	return 0;
 }
 
-static int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq)
+static int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq, bool grace)
 {
 	struct nvmet_mdev_cq *cq = sq->cq;
 	struct nvmet_mdev_gmap map = {};
@@ -300,6 +342,10 @@ static int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq)
 
 	ret = nvmet_mdev_gmap(sq->ctrl, cq->iova,
 			      cq->size * sizeof(struct nvme_completion), &map);
+	if (ret && nvmet_mdev_remap_later(sq, grace))
+		return -EAGAIN;	/* the completions stay parked */
+	if (!ret)
+		sq->remap_since = 0;
 	spin_lock_irqsave(&cq->lock, flags);
 	if (ret) {
 		/* Its completions can never be posted (see cq_retry). */
@@ -346,7 +392,7 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
 	if (unlikely(sq->bad_tail != NVMET_MDEV_DB_VALID))
 		WRITE_ONCE(sq->bad_tail, NVMET_MDEV_DB_VALID);
 
-	if (unlikely(!sq->sqes) && head != tail && nvmet_mdev_sq_remap(sq))
+	if (unlikely(!sq->sqes) && head != tail && nvmet_mdev_sq_remap(sq, true))
 		return 0;
 
 	while (head != tail && n < NVMET_MDEV_SQ_BURST) {
@@ -558,7 +604,7 @@ static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 
 	if (list_empty_careful(&cq->parked))
 		return;
-	if (unlikely(!READ_ONCE(cq->cqes)) && nvmet_mdev_cq_remap(sq))
+	if (unlikely(!READ_ONCE(cq->cqes)) && nvmet_mdev_cq_remap(sq, true))
 		return;
 
 	spin_lock_irqsave(&cq->lock, flags);
@@ -669,7 +715,8 @@ static int nvmet_mdev_sq_thread(void *data)
 
 	/* The admin queues are mapped before the controller is ready. */
 	if (!sq->qid) {
-		if (nvmet_mdev_cq_remap(sq) || nvmet_mdev_sq_remap(sq))
+		if (nvmet_mdev_cq_remap(sq, false) ||
+		    nvmet_mdev_sq_remap(sq, false))
 			WRITE_ONCE(sq->broken, true);
 		else
 			nvmet_mdev_csts_set(ctrl, NVME_CSTS_RDY, 0);
@@ -687,6 +734,14 @@ static int nvmet_mdev_sq_thread(void *data)
 			last = now;
 			cond_resched();
 			continue;
+		}
+		/* A ring to map again (see nvmet_mdev_remap_later()). */
+		if (unlikely(sq->remap_since)) {
+			if (nvmet_mdev_remap_needed(sq)) {
+				schedule_timeout_idle(max(HZ / 100, 1));
+				continue;
+			}
+			sq->remap_since = 0;
 		}
 		/* Spin only while nobody else wants this CPU (the vCPU?). */
 		if (now - last < poll_ns && !need_resched() &&
