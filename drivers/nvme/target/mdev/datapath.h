@@ -35,6 +35,7 @@
 #include <linux/llist.h>
 #include <linux/scatterlist.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include "priv.h"
 
@@ -144,6 +145,7 @@ struct nvmet_mdev_sq {
 	bool			broken;		/* stop fetching */
 
 	struct task_struct	*thread;
+	struct delayed_work	stop_work;	/* see nvmet_mdev_sq_stop() */
 	wait_queue_head_t	wq;
 	bool			kicked;
 	bool			asleep;		/* set under dp->pause_lock */

@@ -395,7 +395,8 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
 	if (unlikely(!sq->sqes) && head != tail && nvmet_mdev_sq_remap(sq, true))
 		return 0;
 
-	while (head != tail && n < NVMET_MDEV_SQ_BURST) {
+	while (head != tail && n < NVMET_MDEV_SQ_BURST &&
+	       !kthread_should_stop()) {
 		iod = nvmet_mdev_iod_get(sq);
 		if (unlikely(!iod)) {
 			WRITE_ONCE(sq->starved, true);
@@ -805,6 +806,18 @@ static void nvmet_mdev_cq_free(struct nvmet_mdev_ctrl *ctrl,
 	kfree_rcu(cq, rcu);
 }
 
+/* How long a queue thread may take to stop before it gets SIGKILL. */
+#define NVMET_MDEV_STOP_GRACE	(3 * HZ)
+
+static void nvmet_mdev_sq_stop_work(struct work_struct *work)
+{
+	struct nvmet_mdev_sq *sq =
+		container_of(to_delayed_work(work), struct nvmet_mdev_sq,
+			     stop_work);
+
+	send_sig(SIGKILL, sq->thread, 1);
+}
+
 static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
 						 u16 qid, u16 size, u64 iova,
 						 struct nvmet_mdev_cq *cq)
@@ -824,6 +837,7 @@ static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
 	sq->iova = iova;
 	sq->bad_tail = NVMET_MDEV_DB_VALID;
 	init_waitqueue_head(&sq->wq);
+	INIT_DELAYED_WORK(&sq->stop_work, nvmet_mdev_sq_stop_work);
 	atomic_set(&sq->inflight, 0);
 	init_llist_head(&sq->free_iods);
 
@@ -862,10 +876,12 @@ static void nvmet_mdev_sq_stop(struct nvmet_mdev_sq *sq)
 	/*
 	 * Pinning may wait for the VMM to resolve a userfaultfd fault
 	 * (iommufd lets GUP wait), which nothing but a fatal signal ends.
-	 * The queue is going away: make such waits, and further pins, fail.
+	 * A thread still running a while after being told to stop gets one:
+	 * such waits, and its further pins, fail.
 	 */
-	send_sig(SIGKILL, sq->thread, 1);
+	schedule_delayed_work(&sq->stop_work, NVMET_MDEV_STOP_GRACE);
 	kthread_stop(sq->thread);
+	cancel_delayed_work_sync(&sq->stop_work);
 	spin_lock(&dp->pause_lock);
 	sq->thread = NULL;
 	dp->nr_threads--;
