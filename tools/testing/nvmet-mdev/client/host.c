@@ -19,7 +19,7 @@
 #define SLAB_DIR	"/sys/kernel/slab"
 #define MDEV_COMM	"nvmet-mdev"
 
-static int write_str(const char *path, const char *s)
+int host_write_file(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	int ret = 0;
@@ -46,7 +46,7 @@ void host_shrink(void)
 		if (d->d_type != DT_DIR || strncmp(d->d_name, "kmalloc-", 8))
 			continue;
 		snprintf(path, sizeof(path), SLAB_DIR "/%s/shrink", d->d_name);
-		write_str(path, "1");
+		host_write_file(path, "1");
 	}
 	closedir(dir);
 }

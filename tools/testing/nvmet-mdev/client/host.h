@@ -61,4 +61,7 @@ void host_kmsg_print(uint64_t seq, unsigned int max);
 /* A "Name:  N kB" field of /proc/self/status, in kB (0 if missing). */
 uint64_t host_status_kb(const char *name);
 
+/* Write @s to the file at @path (sysfs, cgroupfs); 0 or -errno. */
+int host_write_file(const char *path, const char *s);
+
 #endif /* NVMET_MDEV_CLIENT_HOST_H */

@@ -2031,18 +2031,6 @@ TEST_F_TIMEOUT(unopened, uffd_close, 120)
 
 #define CGROUP_ROOT	"/sys/fs/cgroup"
 
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, strlen(s)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 static int read_line(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");
@@ -2106,10 +2094,10 @@ TEST_F_TIMEOUT(unopened, threads_in_openers_cgroup, 120)
 	snprintf(want, sizeof(want), "0::/nvmet-client.%d", getpid());
 	snprintf(pid, sizeof(pid), "%d", getpid());
 	/* Already enabled is fine; then the writes below tell. */
-	write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory +cpu");
+	host_write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory +cpu");
 	ASSERT_EQ(0, mkdir(grp, 0755) ? -errno : 0);
 	snprintf(path, sizeof(path), "%s/cgroup.procs", grp);
-	ret = write_file(path, pid);
+	ret = host_write_file(path, pid);
 	EXPECT_EQ(0, ret) {
 		TH_LOG("cannot move into %s: %s", grp, strerror(-ret));
 	}
@@ -2152,7 +2140,7 @@ TEST_F_TIMEOUT(unopened, threads_in_openers_cgroup, 120)
 		EXPECT_GE((int64_t)(mem1 - mem0 - own), (int64_t)(entries * 512));
 	client_close(&c);
 out_back:
-	EXPECT_EQ(0, write_file(orig, pid));
+	EXPECT_EQ(0, host_write_file(orig, pid));
 out_rmdir:
 	/* Stopped threads may take a moment to leave the group. */
 	for (i = 0; i < 100 && rmdir(grp) && errno == EBUSY; i++)
