@@ -295,6 +295,18 @@ static bool nvmet_mdev_remap_later(struct nvmet_mdev_sq *sq, bool grace)
 	return false;
 }
 
+/*
+ * Whether a doorbell holds a new value: neither the one last acted upon
+ * nor the invalid one last reported.
+ */
+static bool nvmet_mdev_db_changed(struct nvmet_mdev_ctrl *ctrl,
+				  unsigned int idx, u16 cur, u64 bad)
+{
+	u32 val = nvmet_mdev_db_read(ctrl, idx);
+
+	return val != cur && val != bad;
+}
+
 /* Whether a ring of this thread is still unmapped and still needed. */
 static bool nvmet_mdev_remap_needed(struct nvmet_mdev_sq *sq)
 {
@@ -303,8 +315,8 @@ static bool nvmet_mdev_remap_needed(struct nvmet_mdev_sq *sq)
 	if (READ_ONCE(sq->broken))
 		return false;
 	if (!sq->sqes &&
-	    nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid)) !=
-	    sq->head)
+	    nvmet_mdev_db_changed(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid),
+				  sq->head, sq->bad_tail))
 		return true;
 	return !READ_ONCE(cq->cqes) && !READ_ONCE(cq->dead) &&
 		!list_empty_careful(&cq->parked);
@@ -421,18 +433,6 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
 	if (!sq->qid)
 		nvmet_mdev_eventidx_write(ctrl, nvmet_mdev_sq_db_idx(0), head);
 	return n;
-}
-
-/*
- * Whether a doorbell holds a new value: neither the one last acted upon
- * nor the invalid one last reported.
- */
-static bool nvmet_mdev_db_changed(struct nvmet_mdev_ctrl *ctrl,
-				  unsigned int idx, u16 cur, u64 bad)
-{
-	u32 val = nvmet_mdev_db_read(ctrl, idx);
-
-	return val != cur && val != bad;
 }
 
 /* Also called by other queue threads for a sleeping one. */
