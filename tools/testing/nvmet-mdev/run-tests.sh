@@ -14,6 +14,10 @@
 # its own; each of those counts.  A test whose status is a failure (or a VM
 # that died, or a splat) with no failing line of its own counts as one more
 # failure.  The last line is "N passed, N failed, N skipped".
+#
+# Tests run NVMET_MDEV_TEST_JOBS at a time (default: 2 on a machine with two
+# or more CPUs; each 1-vCPU TCG VM keeps one CPU busy), those that ask for
+# the most time first; each is reported once it has ended.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,18 +34,20 @@ fi
 
 pass=0 fail=0 skip=0 n=0 wakeups=0
 todos=()
-echo "TAP version 13"
-echo "1..${#tests[@]}"
-for t in "${tests[@]}"; do
+jobs=${NVMET_MDEV_TEST_JOBS:-$(($(nproc) > 1 ? 2 : 1))}
+
+# "# timeout: SECONDS" of a test (1200 if it has none).
+test_limit() {
+	local l
+	l=$(sed -n 's/^# timeout: *\([0-9][0-9]*\)$/\1/p' "$1" 2>/dev/null | head -1)
+	echo "${l:-1200}"
+}
+
+# run_one TEST: run it, leaving its log and "STATUS SECONDS" in $logs.
+run_one() {
+	local t=$1 name log start rc append
 	name=$(basename "$t" .sh)
-	n=$((n + 1))
 	log=$logs/$name.log
-	if [ ! -x "$t" ]; then
-		echo "not ok $n $name # no such test"
-		fail=$((fail + 1))
-		continue
-	fi
-	echo "# --- $name"
 	start=$(date +%s)
 	case "$name" in
 	host-*) "$t" > "$log" 2>&1 ;;
@@ -49,13 +55,27 @@ for t in "${tests[@]}"; do
 		# A test may ask for more time with a "# timeout: SECONDS" line,
 		# and for kernel arguments with "# append: ARGS" lines (e.g.
 		# "# append: kmemleak=on").
-		limit=$(sed -n 's/^# timeout: *\([0-9][0-9]*\)$/\1/p' "$t" | head -1)
 		append=$(sed -n 's/^# append: *\(.*[^ ]\) *$/\1/p' "$t" | tr '\n' ' ')
-		"$here/vm.sh" --timeout "${NVMET_MDEV_TEST_TIMEOUT:-${limit:-1200}}" \
+		"$here/vm.sh" --timeout "${NVMET_MDEV_TEST_TIMEOUT:-$(test_limit "$t")}" \
 			${append:+--append "$append"} -- "$t" > "$log" 2>&1 ;;
 	esac
 	rc=$?
-	secs=$(( $(date +%s) - start ))
+	echo "$rc $(($(date +%s) - start))" > "$logs/$name.status"
+}
+
+# report TEST: its TAP lines, once it has ended.
+report() {
+	local t=$1 name log rc secs sub p s f td k
+	name=$(basename "$t" .sh)
+	log=$logs/$name.log
+	n=$((n + 1))
+	if [ ! -x "$t" ]; then
+		echo "not ok $n $name # no such test"
+		fail=$((fail + 1))
+		return
+	fi
+	read -r rc secs < "$logs/$name.status"
+	echo "# --- $name"
 
 	# Subtest lines the test printed itself (not the kernel's, not nested).
 	sub=$(grep -aE '^(not )?ok [0-9]+' "$log" | sed 's/\r$//')
@@ -73,7 +93,7 @@ for t in "${tests[@]}"; do
 		4) s=1 ;;
 		*) f=1 ;;
 		esac
-	elif [ $rc -ne 0 ] && [ $rc -ne 4 ] && [ "$f" -eq 0 ]; then
+	elif [ "$rc" -ne 0 ] && [ "$rc" -ne 4 ] && [ "$f" -eq 0 ]; then
 		f=1
 	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
@@ -94,12 +114,46 @@ for t in "${tests[@]}"; do
 	else
 		echo "ok $n $name (${secs}s)"
 	fi
+}
+
+echo "TAP version 13"
+echo "1..${#tests[@]}"
+# Longest first (by the time they ask for), so that the runs end together.
+order=$(for t in "${tests[@]}"; do echo "$(test_limit "$t") $t"; done |
+	sort -s -k1,1nr | cut -d' ' -f2-)
+mapfile -t order <<<"$order"
+declare -A reported=()
+for t in "${order[@]}"; do
+	rm -f "$logs/$(basename "$t" .sh).status"
 done
+start_all=$(date +%s)
+i=0
+while [ ${#reported[@]} -lt ${#order[@]} ]; do
+	# Start tests while there is a free slot.
+	while [ $i -lt ${#order[@]} ] && [ "$(jobs -rp | wc -l)" -lt "$jobs" ]; do
+		t=${order[$i]}
+		i=$((i + 1))
+		if [ -x "$t" ]; then
+			run_one "$t" &
+		fi
+	done
+	# Report what has ended.
+	for t in "${order[@]}"; do
+		[ -n "${reported[$t]:-}" ] && continue
+		if [ ! -x "$t" ] || [ -e "$logs/$(basename "$t" .sh).status" ]; then
+			report "$t"
+			reported[$t]=1
+		fi
+	done
+	[ ${#reported[@]} -lt ${#order[@]} ] && { wait -n 2>/dev/null || sleep 1; }
+done
+wait
 if [ ${#todos[@]} -gt 0 ]; then
 	echo "# known failures (TAP TODO), counted as skipped:"
 	printf '%s\n' "${todos[@]}" | sed 's/^/#   /'
 fi
 [ $wakeups -gt 0 ] &&
 	echo "# QEMU lost wake-ups recovered in this run: $wakeups (emulator, see README)"
+echo "# $((($(date +%s) - start_all) / 60)) min for the tests, $jobs at a time"
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
