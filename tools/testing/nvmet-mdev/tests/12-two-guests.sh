@@ -18,13 +18,18 @@ echo nqn.2026-11.org.example:a > /sys/bus/mdev/devices/$u1/subsysnqn
 echo nqn.2026-11.org.example:b > /sys/bus/mdev/devices/$u2/subsysnqn
 tap_ok "subsysnqn reads back" grep -qx nqn.2026-11.org.example:b /sys/bus/mdev/devices/$u2/subsysnqn
 
-run_guest --mdev "$u1" --mem 768M -- sh -c "$g fio_verify 4k" > /tmp/g1.out 2>&1 &
+run_guest --mdev "$u1" --mem 768M -- sh -c "$g fio_verify 4k" > /tmp/g1.out 2>/dev/null &
 p1=$!
 run_guest --mdev "$u2" --mem 768M --append pci=nomsi -- \
-	sh -c "$g fio_verify 4k; $g intx; $g ids 0x1d1d 0x1af4" > /tmp/g2.out 2>&1 &
+	sh -c "$g fio_verify 4k; $g intx; $g ids 0x1d1d 0x1af4" > /tmp/g2.out 2>/dev/null &
 p2=$!
 wait $p1; r1=$?
 wait $p2; r2=$?
+# A guest that failed (timed out) leaves its console in the log.
+for i in 1 2; do
+	eval "r=\$r$i"
+	[ "$r" -eq 0 ] || sed "s/^/guest $i console| /" /tmp/g$i.out >&2
+done
 tap_ok "guest 1 clean (status $r1)" test $r1 -eq 0
 guest_checks "guest 1" "$(cat /tmp/g1.out)"
 tap_ok "guest 2 clean (status $r2)" test $r2 -eq 0
