@@ -10,12 +10,14 @@
  * open/close and dma_unmap.  Controller enable/disable run under it.
  *
  * Every SQ (admin SQ included) has a kthread that fetches and executes its
- * commands.  Only these threads pin guest memory (vfio_pin_pages()), and
- * they never hold ctrl->lock or any other lock that dma_unmap may wait
- * for while doing so: the vfio type1 backend calls dma_unmap with its
- * device_list_lock held, which it takes under its iommu->lock, the lock
- * vfio_pin_pages() takes.  dma_unmap therefore excludes the threads with a
- * lock-free pause protocol (pause_count, sq->parked) instead of a lock.
+ * commands; a trapped write to an I/O SQ doorbell fetches them itself when
+ * that thread is asleep (see queue.c).  Only these runners pin guest
+ * memory (vfio_pin_pages()), and they never hold ctrl->lock or any other
+ * lock that dma_unmap may wait for while doing so: the vfio type1 backend
+ * calls dma_unmap with its device_list_lock held, which it takes under its
+ * iommu->lock, the lock vfio_pin_pages() takes.  dma_unmap therefore
+ * excludes the runners with a lock-free pause protocol (pause_count,
+ * sq->parked, NVMET_MDEV_SQ_RUNNING) instead of a lock.
  *
  * dp->qlock (mutex) serialises creation and deletion of queues (admin
  * thread, enable/disable); the queue arrays are read under RCU.
@@ -54,6 +56,14 @@
 
 /* Commands fetched from one SQ before the thread checks for other work. */
 #define NVMET_MDEV_SQ_BURST	64
+
+/*
+ * sq->state: RUNNING is held by the context fetching from the SQ (its
+ * thread while awake, or a trapped doorbell write, see queue.c), which
+ * owns the fields marked "runner private"; DEAD: the SQ is being deleted.
+ */
+#define NVMET_MDEV_SQ_RUNNING	0
+#define NVMET_MDEV_SQ_DEAD	1
 
 /* bad_tail, bad_head: no invalid doorbell value (any u32 may be one). */
 #define NVMET_MDEV_DB_VALID	U64_MAX
@@ -144,6 +154,7 @@ struct nvmet_mdev_sq {
 	u64			bad_tail;	/* invalid tail reported */
 	bool			broken;		/* stop fetching */
 
+	unsigned long		state;		/* NVMET_MDEV_SQ_* bits */
 	struct task_struct	*thread;
 	struct delayed_work	stop_work;	/* see nvmet_mdev_sq_stop() */
 	wait_queue_head_t	wq;
@@ -151,15 +162,15 @@ struct nvmet_mdev_sq {
 	bool			asleep;		/* set under dp->pause_lock */
 	bool			parked;		/* dp->pause_lock */
 	u64			watch_until;	/* local_clock(), admin SQ */
-	unsigned long		remap_since;	/* jiffies | 1, thread private */
+	unsigned long		remap_since;	/* jiffies | 1, runner private */
 	bool			starved;	/* waiting for a free iod */
 
 	atomic_t		inflight;	/* commands holding data pages */
-	struct nvme_sgl_desc	*sgl_descs;	/* thread private, SGL parsing */
+	struct nvme_sgl_desc	*sgl_descs;	/* runner private, SGL parsing */
 	struct nvmet_mdev_iod	*iods;
 	unsigned int		nr_iods;
 	struct llist_head	free_iods;	/* returned from any context */
-	struct llist_node	*free_local;	/* thread private */
+	struct llist_node	*free_local;	/* runner private */
 	struct rcu_head		rcu;
 };
 

@@ -188,6 +188,11 @@ int nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
 			 u32 count);
 int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 			  const void *buf, u32 count);
+/*
+ * After a trapped write to the doorbell page (@off in the page), without
+ * ctrl->lock: the writer may fetch and submit an I/O SQ's new commands.
+ */
+void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off);
 /* A guest touched the zapped doorbell page: wake sleeping queue threads. */
 void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl);

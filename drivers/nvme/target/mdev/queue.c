@@ -22,6 +22,15 @@
  *	last asleep: check all others	(trapped write: store, then kick)
  *	sleep until kicked		awake threads: check the sleepers
  *
+ * A doorbell write that traps (the doorbell page is not mmapped, see
+ * "doorbell_mmap" in Documentation/nvme/mdev.rst) does better than waking a
+ * thread: the writer, the vCPU thread of the VMM that took the exit, fetches
+ * the new commands itself while the SQ's thread is asleep.  When the guest
+ * shares its CPU with the device, a woken thread would only run once the
+ * vCPU leaves guest mode again (a tick, a halt), one I/O per tick at worst.
+ * Whoever fetches from an SQ holds its NVMET_MDEV_SQ_RUNNING bit: the thread
+ * from its wake-up until it sleeps again, a trapped write for one burst.
+ *
  * Completions are posted by nvmet_mdev_queue_response() from whatever
  * context nvmet completes in.  When the CQ is full, completions are parked
  * on the CQ and posted by the queue threads once the host moves the CQ head.
@@ -94,6 +103,28 @@ void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl)
 	rcu_read_unlock();
 }
 
+/* Take the right to fetch from @sq; see NVMET_MDEV_SQ_RUNNING. */
+static bool nvmet_mdev_sq_trylock(struct nvmet_mdev_sq *sq)
+{
+	return !test_and_set_bit_lock(NVMET_MDEV_SQ_RUNNING, &sq->state);
+}
+
+static void nvmet_mdev_sq_unlock(struct nvmet_mdev_sq *sq)
+{
+	clear_bit_unlock(NVMET_MDEV_SQ_RUNNING, &sq->state);
+	/* wq_has_sleeper() orders the clear before looking for waiters. */
+	if (wq_has_sleeper(&sq->dp->pause_wq))
+		wake_up_all(&sq->dp->pause_wq);
+	if (wq_has_sleeper(&sq->wq))
+		wake_up(&sq->wq);
+}
+
+/* The thread takes its SQ back from a trapped doorbell write (one burst). */
+static void nvmet_mdev_sq_thread_lock(struct nvmet_mdev_sq *sq)
+{
+	wait_event_idle(sq->wq, nvmet_mdev_sq_trylock(sq));
+}
+
 /* Park the calling queue thread while the data path is paused. */
 static bool nvmet_mdev_sq_check_pause(struct nvmet_mdev_sq *sq)
 {
@@ -111,9 +142,10 @@ static bool nvmet_mdev_sq_check_pause(struct nvmet_mdev_sq *sq)
 	sq->parked = true;
 	spin_unlock(&dp->pause_lock);
 
-	wake_up_all(&dp->pause_wq);
+	nvmet_mdev_sq_unlock(sq);	/* wakes the pauser */
 	wait_event_idle(sq->wq, !READ_ONCE(dp->pause_count) ||
 			kthread_should_stop());
+	nvmet_mdev_sq_thread_lock(sq);
 	return true;
 }
 
@@ -122,7 +154,8 @@ static bool nvmet_mdev_sq_is_parked(struct nvmet_mdev_sq *sq)
 	bool parked;
 
 	spin_lock(&sq->dp->pause_lock);
-	parked = sq->parked || !sq->thread;
+	parked = (sq->parked || !sq->thread) &&
+		 !test_bit(NVMET_MDEV_SQ_RUNNING, &sq->state);
 	spin_unlock(&sq->dp->pause_lock);
 	return parked;
 }
@@ -383,8 +416,12 @@ static int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq, bool grace)
 	return ret;
 }
 
-/* Fetch and submit up to a burst of new commands; returns how many. */
-static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
+/*
+ * Fetch and submit up to a burst of new commands; returns how many.  The
+ * caller holds NVMET_MDEV_SQ_RUNNING: the SQ's thread (@thread), or a
+ * trapped doorbell write.
+ */
+static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread)
 {
 	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
 	struct nvmet_mdev_iod *iod;
@@ -408,7 +445,7 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq)
 		return 0;
 
 	while (head != tail && n < NVMET_MDEV_SQ_BURST &&
-	       !kthread_should_stop()) {
+	       !(thread ? kthread_should_stop() : fatal_signal_pending(current))) {
 		iod = nvmet_mdev_iod_get(sq);
 		if (unlikely(!iod)) {
 			WRITE_ONCE(sq->starved, true);
@@ -676,7 +713,9 @@ static void nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq)
 
 	nvmet_mdev_eventidx_write(ctrl, nvmet_mdev_sq_db_idx(sq->qid),
 				  sq->head);
-	smp_mb();	/* publish EventIdx before reading shadow doorbells */
+	/* From here on a trapped doorbell write may fetch for us. */
+	nvmet_mdev_sq_unlock(sq);
+	smp_mb();	/* EventIdx and RUNNING before reading the doorbells */
 
 	if (last)
 		nvmet_mdev_doorbell_zap(ctrl);
@@ -692,6 +731,8 @@ static void nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq)
 	WRITE_ONCE(sq->asleep, false);
 	WRITE_ONCE(dp->nr_asleep, dp->nr_asleep - 1);
 	spin_unlock(&dp->pause_lock);
+
+	nvmet_mdev_sq_thread_lock(sq);
 }
 
 static int nvmet_mdev_sq_thread(void *data)
@@ -713,6 +754,7 @@ static int nvmet_mdev_sq_thread(void *data)
 	old_memcg = set_active_memcg(ctrl->memcg);
 	/* See nvmet_mdev_sq_stop(). */
 	allow_signal(SIGKILL);
+	nvmet_mdev_sq_thread_lock(sq);
 
 	/* The admin queues are mapped before the controller is ready. */
 	if (!sq->qid) {
@@ -727,7 +769,7 @@ static int nvmet_mdev_sq_thread(void *data)
 		if (nvmet_mdev_sq_check_pause(sq))
 			continue;
 
-		n = READ_ONCE(sq->broken) ? 0 : nvmet_mdev_sq_process(sq);
+		n = READ_ONCE(sq->broken) ? 0 : nvmet_mdev_sq_process(sq, true);
 		nvmet_mdev_cq_retry(sq);
 		nvmet_mdev_wake_sleepers(sq);
 		now = local_clock();
@@ -758,6 +800,7 @@ static int nvmet_mdev_sq_thread(void *data)
 		nvmet_mdev_sq_sleep(sq);
 		last = local_clock();
 	}
+	nvmet_mdev_sq_unlock(sq);
 	set_active_memcg(old_memcg);
 	return 0;
 }
@@ -901,6 +944,11 @@ static void nvmet_mdev_sq_free(struct nvmet_mdev_ctrl *ctrl,
 	mutex_unlock(&dp->qlock);
 
 	nvmet_mdev_sq_stop(sq);
+	/* A trapped doorbell write may still be fetching from it. */
+	set_bit(NVMET_MDEV_SQ_DEAD, &sq->state);
+	smp_mb__after_atomic();	/* DEAD before RUNNING, see db_written */
+	wait_event(dp->pause_wq,
+		   !test_bit(NVMET_MDEV_SQ_RUNNING, &sq->state));
 
 	/* Waits for the commands in flight, failing AERs on the admin SQ. */
 	if (sq->nvme_sq.ctrl)
@@ -1281,9 +1329,67 @@ void nvmet_mdev_db_write(struct nvmet_mdev_ctrl *ctrl, u32 off, u32 val)
 
 	WRITE_ONCE(ctrl->db[idx], cpu_to_le32(val));
 	smp_mb();	/* store the doorbell before waking */
-	if (sq)
+	/* I/O SQs: see nvmet_mdev_db_written(). */
+	if (sq && !qid)
 		nvmet_mdev_sq_kick(sq);
+	/* Only parked completions wait for a CQ head. */
+	if (cq && list_empty_careful(&cq->parked))
+		cq = NULL;
 	rcu_read_unlock();
 	if (cq)
 		nvmet_mdev_doorbell_kick(ctrl);
+}
+
+/**
+ * nvmet_mdev_db_written() - a trapped doorbell write has been stored
+ * @ctrl: the controller (ctrl->lock not held)
+ * @off: offset of the doorbell in the doorbell page, dword aligned
+ *
+ * For an I/O SQ tail doorbell, fetch and submit the new commands in the
+ * writer's context if nobody else is fetching from the SQ, one burst at
+ * most, and wake the SQ's thread for whatever is left.  The writer is the
+ * vCPU thread whose exit trapped the write: on a CPU shared with the guest
+ * this is the only context that runs before the guest does again.  Process
+ * context; may pin guest pages (never under ctrl->lock, see datapath.h).
+ */
+void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off)
+{
+	unsigned int idx = off / sizeof(u32);
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	u16 qid = idx / 2;
+	struct nvmet_mdev_sq *sq;
+
+	if ((idx & 1) || !qid || qid > NVMET_MDEV_MAX_IO_QUEUES)
+		return;
+
+	rcu_read_lock();
+	sq = rcu_dereference(dp->sqs[qid]);
+	if (!sq)
+		goto out;
+	/* The doorbell before RUNNING: pairs with nvmet_mdev_sq_sleep(). */
+	smp_mb();
+	if (!nvmet_mdev_sq_trylock(sq))
+		goto out;	/* the runner will see the doorbell */
+	/* RUNNING before pause_count and DEAD: see pause() and sq_free() */
+	smp_mb__after_atomic();
+	/* Only the plain case; the thread handles the others. */
+	if (test_bit(NVMET_MDEV_SQ_DEAD, &sq->state) ||
+	    READ_ONCE(dp->pause_count) || READ_ONCE(sq->broken) ||
+	    !sq->sqes || sq->starved || sq->remap_since) {
+		nvmet_mdev_sq_unlock(sq);	/* a full barrier */
+		if (nvmet_mdev_sq_has_work(sq))
+			nvmet_mdev_sq_kick(sq);
+		goto out;
+	}
+	/* RUNNING without DEAD keeps the SQ: see nvmet_mdev_sq_free() */
+	rcu_read_unlock();
+	nvmet_mdev_sq_process(sq, false);
+	/* The guest's next tail write traps again. */
+	nvmet_mdev_eventidx_write(ctrl, idx, sq->head);
+	rcu_read_lock();
+	nvmet_mdev_sq_unlock(sq);	/* a full barrier */
+	if (nvmet_mdev_sq_has_work(sq))
+		nvmet_mdev_sq_kick(sq);
+out:
+	rcu_read_unlock();
 }

@@ -99,6 +99,8 @@ static int nvmet_mdev_bar0_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
 	mutex_unlock(&ctrl->lock);
 	if (ret)
 		return ret;
+	if (write && off >= NVMET_MDEV_DB_OFFSET && count == 4)
+		nvmet_mdev_db_written(ctrl, off - NVMET_MDEV_DB_OFFSET);
 
 	if (!write && copy_to_user(ubuf, &val, count))
 		return -EFAULT;
