@@ -67,11 +67,25 @@ void nvmet_mdev_port_exit(void);
 /* ------------------------------------------------------------------ */
 /* Per-mdev tunables: sysfs attributes, writable while not open.      */
 
+/*
+ * Whether the VMM may mmap the doorbell page.  Mapped, the guest rings the
+ * doorbells without exits and queue threads poll them, which pays off when
+ * they have a CPU of their own; trapped, each write exits to the VMM and
+ * the writing vCPU thread fetches the new commands itself.  Auto: mapped
+ * if the opener may run on more than one CPU.
+ */
+enum nvmet_mdev_db_mmap {
+	NVMET_MDEV_DB_MMAP_AUTO,
+	NVMET_MDEV_DB_MMAP_OFF,
+	NVMET_MDEV_DB_MMAP_ON,
+};
+
 struct nvmet_mdev_params {
 	u16	nr_io_queues;		/* I/O SQ/CQ pairs, 1..NVMET_MDEV_MAX_IO_QUEUES */
 	u16	max_queue_entries;	/* CAP.MQES + 1, 16..NVMET_MDEV_MAX_QUEUE_ENTRIES */
 	u8	mdts;			/* Identify MDTS (2^n pages), 1..NVMET_MDEV_MAX_MDTS */
 	bool	shadow_doorbells;	/* advertise Doorbell Buffer Config */
+	u8	doorbell_mmap;		/* NVMET_MDEV_DB_MMAP_* */
 	u32	poll_idle_us;		/* spin this long after the last command */
 	char	subsysnqn[NVMF_NQN_SIZE + 1];	/* empty: the port's only subsystem */
 };
@@ -144,6 +158,7 @@ struct nvmet_mdev_ctrl {
 	struct mem_cgroup	*memcg;
 
 	struct nvmet_mdev_params params;
+	bool			db_mmap;	/* as decided at open */
 	char			hostnqn[NVMF_NQN_SIZE + 1];
 	uuid_t			hostid;
 

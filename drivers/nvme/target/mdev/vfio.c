@@ -187,7 +187,7 @@ static int nvmet_mdev_mmap(struct vfio_device *vdev, struct vm_area_struct *vma)
 	u64 db = NVMET_MDEV_REGION_OFFSET(VFIO_PCI_BAR0_REGION_INDEX) +
 		 NVMET_MDEV_DB_OFFSET;
 
-	if (!NVMET_MDEV_DB_MMAP || !ctrl->db_page)
+	if (!NVMET_MDEV_DB_MMAP || !ctrl->db_page || !ctrl->db_mmap)
 		return -EINVAL;
 	if (vma->vm_pgoff != db >> PAGE_SHIFT ||
 	    vma->vm_end - vma->vm_start != NVMET_MDEV_DB_SIZE)
@@ -217,7 +217,7 @@ static int nvmet_mdev_mmap(struct vfio_device *vdev, struct vm_area_struct *vma)
  */
 void nvmet_mdev_doorbell_zap(struct nvmet_mdev_ctrl *ctrl)
 {
-	if (!NVMET_MDEV_DB_MMAP)
+	if (!NVMET_MDEV_DB_MMAP || !ctrl->db_mmap)
 		return;
 	unmap_mapping_range(ctrl->vdev.inode->i_mapping,
 			    NVMET_MDEV_REGION_OFFSET(VFIO_PCI_BAR0_REGION_INDEX) +
@@ -257,7 +257,7 @@ static int nvmet_mdev_get_region_info_caps(struct vfio_device *vdev,
 		return 0;
 	}
 
-	if (!NVMET_MDEV_DB_MMAP)
+	if (!NVMET_MDEV_DB_MMAP || !vdev_to_ctrl(vdev)->db_mmap)
 		return 0;
 
 	/* Only the doorbell page of BAR0 can be mmapped. */
@@ -401,6 +401,17 @@ static int nvmet_mdev_open_device(struct vfio_device *vdev)
 	mutex_lock(&ctrl->lock);
 	/* Tunables may have changed since probe: power up afresh. */
 	nvmet_mdev_pci_init(ctrl);
+	switch (ctrl->params.doorbell_mmap) {
+	case NVMET_MDEV_DB_MMAP_AUTO:
+		/* Polling threads need a CPU the guest does not use. */
+		ctrl->db_mmap = num_online_cpus() > 1 &&
+				cpumask_weight(current->cpus_ptr) > 1;
+		break;
+	default:
+		ctrl->db_mmap = ctrl->params.doorbell_mmap ==
+				NVMET_MDEV_DB_MMAP_ON;
+		break;
+	}
 	ret = nvmet_mdev_ctrl_open(ctrl);
 	if (!ret)
 		ctrl->open = true;
@@ -616,6 +627,47 @@ static ssize_t poll_idle_us_store(struct device *dev,
 }
 static DEVICE_ATTR_RW(poll_idle_us);
 
+static const char * const nvmet_mdev_db_mmap_names[] = {
+	[NVMET_MDEV_DB_MMAP_AUTO]	= "auto",
+	[NVMET_MDEV_DB_MMAP_OFF]	= "off",
+	[NVMET_MDEV_DB_MMAP_ON]		= "on",
+};
+
+static ssize_t doorbell_mmap_show(struct device *dev,
+				  struct device_attribute *attr, char *buf)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+	u8 val;
+
+	mutex_lock(&ctrl->lock);
+	val = ctrl->params.doorbell_mmap;
+	mutex_unlock(&ctrl->lock);
+	return sysfs_emit(buf, "%s\n", nvmet_mdev_db_mmap_names[val]);
+}
+
+static ssize_t doorbell_mmap_store(struct device *dev,
+				   struct device_attribute *attr,
+				   const char *buf, size_t count)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+	int ret;
+
+	ret = sysfs_match_string(nvmet_mdev_db_mmap_names, buf);
+	if (ret < 0)
+		return ret;
+
+	mutex_lock(&ctrl->lock);
+	if (ctrl->open) {
+		ret = -EBUSY;
+	} else {
+		ctrl->params.doorbell_mmap = ret;
+		ret = count;
+	}
+	mutex_unlock(&ctrl->lock);
+	return ret;
+}
+static DEVICE_ATTR_RW(doorbell_mmap);
+
 static ssize_t shadow_doorbells_show(struct device *dev,
 				     struct device_attribute *attr, char *buf)
 {
@@ -705,6 +757,7 @@ static struct attribute *nvmet_mdev_attrs[] = {
 	&dev_attr_max_queue_entries.attr,
 	&dev_attr_mdts.attr,
 	&dev_attr_shadow_doorbells.attr,
+	&dev_attr_doorbell_mmap.attr,
 	&dev_attr_poll_idle_us.attr,
 	&dev_attr_subsysnqn.attr,
 	&dev_attr_hostnqn.attr,
@@ -753,6 +806,7 @@ static ssize_t nvmet_mdev_show_description(struct mdev_type *mtype, char *buf)
 			  "max_queue_entries=%u (16-%u)\n"
 			  "mdts=%u (1-%u)\n"
 			  "shadow_doorbells=1\n"
+			  "doorbell_mmap=auto (auto, on, off)\n"
 			  "poll_idle_us=%u\n",
 			  NVMET_MDEV_DEF_IO_QUEUES, NVMET_MDEV_MAX_IO_QUEUES,
 			  NVMET_MDEV_DEF_QUEUE_ENTRIES,

@@ -16,6 +16,7 @@ nqn=nqn.2026-11.org.example:kmemleak
 setup_default 1 $nqn /tmp/client.img 64M || die "nvmet setup"
 modprobe nvmet-mdev || die "modprobe nvmet-mdev"
 uuid=$(create_mdev 1) || die "create mdev"
+echo on > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap"
 
 # kmemleak_scan SECONDS_LABEL: one scan, timed.
 kmemleak_scan() {
