@@ -9,6 +9,7 @@
 # with it, the guest's nvme driver gets the disk and does verified I/O, and
 # the mdev can be removed once libvirt has let it go.
 . "$(dirname "$0")/../lib.sh"
+export NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-900}
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
 virsh=(virsh -q -c qemu:///system)
 
@@ -29,7 +30,7 @@ tap_ok "... of our type, under our port's parent" nodedev_is_ours
 
 out=$(run_guest --libvirt --mdev "$u" --mem 768M \
 	--append "nvme.write_queues=2 nvme.poll_queues=1" -- \
-	sh -c "$g identify 134217728 8 1; $g fio_verify 4k; $g dmesg_clean")
+	sh -c "$g identify 134217728 8 1; $g fio_verify 4k 8; $g dmesg_clean")
 rc=$?
 tap_ok "the libvirt guest ran clean (status $rc)" test $rc -eq 0
 guest_checks "libvirt guest" "$out"

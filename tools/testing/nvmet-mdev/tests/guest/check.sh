@@ -45,11 +45,15 @@ identify() {
 }
 
 fio_verify() {
-	# fio_verify BS: randrw with crc32c verify over the whole namespace
+	# fio_verify BS [MIB_PER_JOB [JOBS]]: randrw with crc32c verify, each
+	# job in its own part of the namespace (default 4 jobs of 16 MiB)
+	local mib=${2:-16} jobs=${3:-4} part
+	part=$(( $(blockdev --getsize64 $dev) / jobs ))
 	cd /tmp || return
 	fio --name=verify --filename=$dev --direct=1 --ioengine=io_uring \
-		--rw=randrw --bs="$1" --iodepth=16 --numjobs=2 --size=2M \
-		--offset_increment=64M --verify=crc32c --verify_fatal=1 \
+		--rw=randrw --bs="$1" --iodepth=16 --numjobs="$jobs" \
+		--size="${mib}M" --offset_increment="$part" \
+		--verify=crc32c --verify_fatal=1 \
 		--verify_state_save=0 --do_verify=1 --group_reporting \
 		--output-format=terse --terse-version=3 --output=/tmp/fio.out \
 		> /tmp/fio.err 2>&1
