@@ -9,13 +9,15 @@
 #   virtio-blk  QEMU's virtio-blk (-device virtio-blk-pci)
 #
 # Each is a file of the same size on the host VM's tmpfs, written in full
-# first.  One host VM (2 vCPUs, 4G) boots, one guest boots with all three
-# disks attached and runs every fio job on each, the jobs interleaved
-# across the disks (job 1 on mdev, qemu-nvme, virtio-blk, then job 2, ...)
-# so that a change in the machine's load hits all three alike.  The table
-# gives IOPS (and MiB/s for 128k), mean and p99 latency, and the mdev's
-# ratio to each peer, all from this run; it is also saved as build/bench/latest.txt
-# and the whole console as build/bench/console.log.
+# first.  One host VM (2 vCPUs unless told otherwise, 4G) boots, one guest
+# boots with all three disks attached and runs every fio job on each, the
+# jobs interleaved across the disks (job 1 on mdev, qemu-nvme, virtio-blk,
+# then job 2, ...) so that a change in the machine's load hits all three
+# alike.  The table gives IOPS (and MiB/s for 128k), mean and p99 latency,
+# and the mdev's ratio to each peer, all from this run, then what the host
+# VM spent per I/O (KVM exits, the queue threads' sleeps and CPU time; see
+# bench-stats.py); it is also saved as build/bench/latest.txt and the whole
+# console as build/bench/console.log.
 #
 # Everything runs nested under TCG: absolute numbers mean little, the ratios
 # are the point.  A 2-vCPU TCG host VM now and then dies with "Oops: int3"
@@ -27,8 +29,11 @@
 #   NVMET_MDEV_BENCH_RUNTIME      seconds measured per job (default 8)
 #   NVMET_MDEV_BENCH_RAMP         seconds of warm-up per job, not measured
 #                                 (default 2)
+#   NVMET_MDEV_BENCH_HOST_SMP     host VM vCPUs (default 2; 1 puts the
+#                                 guest and the device on one CPU)
 #   NVMET_MDEV_BENCH_GUEST_SMP    guest vCPUs (default 1: the host VM's
 #                                 other vCPU is left to the device side)
+#   NVMET_MDEV_BENCH_DB_MMAP      the mdev's doorbell_mmap (default: auto)
 #   NVMET_MDEV_BENCH_DRIVE_OPTS   -drive options of the two QEMU disks
 #                                 (default cache=none,aio=native)
 #   NVMET_MDEV_GUEST_KERNEL       guest kernel (default build/guest-bzImage;
@@ -40,11 +45,15 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 
 nqn=nqn.2026-11.org.example:bench
-disks=(mdev qemu-nvme virtio-blk)
+nqn_alt=nqn.2026-11.org.example:bench-alt
+# mdev-alt: a second mdev with the other doorbell_mmap setting than mdev's
+# default ("auto": mapped with two or more CPUs, trapped with one).
+disks=(mdev mdev-alt qemu-nvme virtio-blk)
 # name rw bs iodepth
 fio_jobs=(
 	"4k-randread-QD1 randread 4k 1"
 	"4k-randread-QD32 randread 4k 32"
+	"4k-randwrite-QD1 randwrite 4k 1"
 	"4k-randwrite-QD32 randwrite 4k 32"
 	"128k-seqread-QD8 read 128k 8"
 	"128k-seqwrite-QD8 write 128k 8"
@@ -66,6 +75,8 @@ guest_main() {
 		case $n in *c*) continue ;; esac
 		if [ "$(cat "$b/device/subsysnqn")" = "$NVMET_MDEV_BENCH_NQN" ]; then
 			devs[mdev]=$n
+		elif [ "$(cat "$b/device/subsysnqn")" = "$NVMET_MDEV_BENCH_NQN_ALT" ]; then
+			devs[mdev-alt]=$n
 		elif grep -q '^QEMU' "$b/device/model"; then
 			devs[qemu-nvme]=$n
 		fi
@@ -88,8 +99,8 @@ guest_main() {
 			"$(ls -d "/sys/block/$n/mq/"* 2>/dev/null | wc -l)"
 	done
 
-	# One fio run, one section per job and disk, each waiting for the one
-	# before (stonewall): a fio start in the guest costs seconds.
+	# One section per job and disk, run one at a time (fio --section),
+	# between the markers bench-stats.py in the host VM samples at.
 	{
 		echo "[global]"
 		echo "direct=1"
@@ -104,7 +115,6 @@ guest_main() {
 			for d in "${disks[@]}"; do
 				[ -n "${devs[$d]:-}" ] || continue
 				echo "[$1@$d]"
-				echo "stonewall"
 				echo "filename=/dev/${devs[$d]}"
 				echo "rw=$2"
 				echo "bs=$3"
@@ -114,18 +124,22 @@ guest_main() {
 	} > /tmp/bench.fio
 	echo "bench-progress: $(cut -d' ' -f1 /proc/uptime) s: fio starts," \
 		"$(grep -c '^\[.*@' /tmp/bench.fio) jobs of ${ramp}+${rt} s"
-	fio --eta=never --output-format=json --output=/tmp/fio.json /tmp/bench.fio \
-		> /tmp/fio.err 2>&1
-	rc=$?
+	rc=0
+	for j in $(sed -n 's/^\[\(.*@.*\)\]$/\1/p' /tmp/bench.fio); do
+		echo "bench-mark: start $j"
+		fio --eta=never --output-format=json --output=/tmp/fio.json \
+			--section="$j" /tmp/bench.fio > /tmp/fio.err 2>&1 || rc=1
+		echo "bench-mark: end $j"
+		# JOB DISK IOPS BYTES/S MEAN-LATENCY-NS P99-CLAT-NS ERROR
+		jq -r '.jobs[] |
+			(if .read.total_ios > 0 then .read else .write end) as $x |
+			(.jobname | split("@")) as $n |
+			"bench: \($n[0]) \($n[1]) \($x.iops) \($x.bw_bytes) " +
+			"\($x.lat_ns.mean) \($x.clat_ns.percentile["99.000000"] // 0) " +
+			"\(.error)"' /tmp/fio.json
+		[ $rc -eq 0 ] || sed 's/^/bench-err: /' /tmp/fio.err | head -20
+	done
 	echo "bench-progress: $(cut -d' ' -f1 /proc/uptime) s: fio done (status $rc)"
-	# JOB DISK IOPS BYTES/S MEAN-LATENCY-NS P99-CLAT-NS ERROR
-	jq -r '.jobs[] |
-		(if .read.total_ios > 0 then .read else .write end) as $x |
-		(.jobname | split("@")) as $n |
-		"bench: \($n[0]) \($n[1]) \($x.iops) \($x.bw_bytes) " +
-		"\($x.lat_ns.mean) \($x.clat_ns.percentile["99.000000"] // 0) " +
-		"\(.error)"' /tmp/fio.json
-	[ $rc -eq 0 ] || sed 's/^/bench-err: /' /tmp/fio.err | head -20
 	echo "bench-info: guest_end_seconds $(cut -d' ' -f1 /proc/uptime)"
 	# Errors and warnings the guest kernel logged during the run.
 	dmesg --level=emerg,alert,crit,err,warn | sed 's/^/bench-dmesg: /'
@@ -141,15 +155,31 @@ inside_main() {
 	local info=/tmp/bench-info out=/tmp/bench-guest.out
 	local d uuid attr a qargs virtio t0 t1 rc
 
-	echo "== host VM: three ${mib} MiB disks on tmpfs, written in full"
+	echo "== host VM: four ${mib} MiB disks on tmpfs, written in full"
 	for d in "${disks[@]}"; do
 		dd if=/dev/zero of="/tmp/bench-$d.img" bs=1M count="$mib" status=none ||
 			return 1
 	done
 	setup_default 1 $nqn /tmp/bench-mdev.img || return 1
 	modprobe nvmet-mdev || return 1
+	make_subsys $nqn_alt /tmp/bench-mdev-alt.img || return 1
+	link_subsys 1 $nqn_alt || return 1
 	uuid=$(create_mdev 1) || return 1
 	attr=/sys/bus/mdev/devices/$uuid
+	echo $nqn > "$attr/subsysnqn" || return 1
+	if [ -n "${NVMET_MDEV_BENCH_DB_MMAP:-}" ]; then
+		echo "$NVMET_MDEV_BENCH_DB_MMAP" > "$attr/doorbell_mmap" || return 1
+	fi
+	alt=$(create_mdev 1) || return 1
+	echo $nqn_alt > "/sys/bus/mdev/devices/$alt/subsysnqn" || return 1
+	# What auto picks for the VMM (this shell's affinity, as QEMU's).
+	amode=on
+	[ "$(nproc)" -gt 1 ] && amode=off
+	case ${NVMET_MDEV_BENCH_DB_MMAP:-auto} in
+	on) amode=off ;;
+	off) amode=on ;;
+	esac
+	echo $amode > "/sys/bus/mdev/devices/$alt/doorbell_mmap" || return 1
 	{
 		echo "machine ${NVMET_MDEV_BENCH_MACHINE:-?}"
 		echo "date $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -163,10 +193,11 @@ inside_main() {
 		echo "drive_opts $dopts"
 		echo "buffered_io $(cat "$NVMET_CFS/subsystems/$nqn/namespaces/1/buffered_io" 2>/dev/null || echo ?)"
 		echo -n "mdev_attrs"
-		for a in nr_io_queues max_queue_entries mdts shadow_doorbells poll_idle_us; do
+		for a in nr_io_queues max_queue_entries mdts shadow_doorbells doorbell_mmap poll_idle_us; do
 			echo -n " $a=$(cat "$attr/$a" 2>/dev/null || echo ?)"
 		done
 		echo
+		echo "alt_doorbell_mmap $amode"
 		echo "guest_kernel_file ${NVMET_MDEV_GUEST_KERNEL:-$top/build/guest-bzImage}"
 	} > $info
 
@@ -181,14 +212,21 @@ inside_main() {
 
 	echo "== guest: $gsmp vCPU(s), mdev $uuid, qemu-nvme and virtio-blk attached"
 	echo "host_setup_seconds $(cut -d' ' -f1 /proc/uptime)" >> $info
-	export NVMET_MDEV_BENCH_NQN=$nqn
+	export NVMET_MDEV_BENCH_NQN=$nqn NVMET_MDEV_BENCH_NQN_ALT=$nqn_alt
 	t0=$(cut -d' ' -f1 /proc/uptime)
-	run_guest --timeout 1500 --smp "$gsmp" --mdev "$uuid" --qemu-args "$qargs" \
+	: > $out
+	: > /tmp/bench-stats
+	"$here/bench-stats.py" $out /tmp/bench-stats &
+	stats=$!
+	run_guest --timeout 1500 --smp "$gsmp" --mdev "$uuid" --mdev "$alt" --qemu-args "$qargs" \
 		-- "$here/bench.sh" --guest > $out
 	rc=$?
+	kill $stats 2>/dev/null
+	wait $stats 2>/dev/null
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	echo "guest_status $rc" >> $info
 	echo "guest_seconds $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", b - a }')" >> $info
+	remove_mdev "$alt"
 	remove_mdev "$uuid"
 	teardown_nvmet
 
@@ -197,7 +235,7 @@ inside_main() {
 		awk -v t0="$t0" '{ s = $0; sub(/^\[ */, "", s); if (s + 0 >= t0) print "host-dmesg " $0 }' >> $info
 	dmesg -n 1
 	echo "=== nvmet-mdev bench results ==="
-	python3 - $info $out <<'EOF'
+	python3 - $info $out /tmp/bench-stats <<'EOF'
 import re, sys
 
 info, guest = {}, {}
@@ -230,10 +268,11 @@ for line in open(sys.argv[2], errors="replace"):
     elif re.match(r"^qemu-system-x86_64: ", line):
         extra["qemu"].append(line)
 
-disks = ["mdev", "qemu-nvme", "virtio-blk"]
-jobs = ["4k-randread-QD1", "4k-randread-QD32", "4k-randwrite-QD32",
+disks = ["mdev", "mdev-alt", "qemu-nvme", "virtio-blk"]
+jobs = ["4k-randread-QD1", "4k-randread-QD32", "4k-randwrite-QD1", "4k-randwrite-QD32",
         "128k-seqread-QD8", "128k-seqwrite-QD8"]
 labels = {"4k-randread-QD1": "4k randread QD1", "4k-randread-QD32": "4k randread QD32",
+          "4k-randwrite-QD1": "4k randwrite QD1",
           "4k-randwrite-QD32": "4k randwrite QD32", "128k-seqread-QD8": "128k seqread QD8",
           "128k-seqwrite-QD8": "128k seqwrite QD8"}
 
@@ -267,10 +306,11 @@ def p99(j, d):
     return us(res[(j, d)][3]) if ok(j, d) else "n/a"
 
 def table(title, cell, idx):
-    rows = [[title] + disks + ["mdev/qemu-nvme", "mdev/virtio-blk"]]
+    rows = [[title] + disks + ["mdev/qemu-nvme", "mdev/virtio-blk", "alt/qemu-nvme"]]
     for j in jobs:
         rows.append([labels[j]] + [cell(j, d) for d in disks] +
-                    [ratio(j, "mdev", "qemu-nvme", idx), ratio(j, "mdev", "virtio-blk", idx)])
+                    [ratio(j, "mdev", "qemu-nvme", idx), ratio(j, "mdev", "virtio-blk", idx),
+                     ratio(j, "mdev-alt", "qemu-nvme", idx)])
     w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  " + r[0].ljust(w[0]) + "".join("  " + c.rjust(w[i + 1])
@@ -291,11 +331,13 @@ print("  guest   : %s vCPU(s) (nested KVM, -cpu qemu64), MemTotal %s, kernel %s"
          guest.get("guest_kernel", "?")))
 if not info.get("guest_kernel_file", "").endswith("/build/guest-bzImage"):
     print("            guest kernel file %s" % info.get("guest_kernel_file", "?"))
-print("  disks   : three %s MiB files on the host VM's tmpfs, written in full first"
+print("  disks   : four %s MiB files on the host VM's tmpfs, written in full first"
       % info.get("size_mb", "?"))
 desc = {
     "mdev": "nvmet file namespace (buffered_io=%s), mdev port, vfio-pci;\n"
             "               %s" % (info.get("buffered_io", "?"), info.get("mdev_attrs", "").strip()),
+    "mdev-alt": "the same as a second mdev (own subsystem and file), but doorbell_mmap=%s"
+                % info.get("alt_doorbell_mmap", "?"),
     "qemu-nvme": "-device nvme, -drive %s" % info.get("drive_opts", "?"),
     "virtio-blk": "-device virtio-blk-pci (legacy virtio), -drive %s" % info.get("drive_opts", "?"),
 }
@@ -332,6 +374,52 @@ table("p99 completion latency (us)", p99, 3)
 print()
 print("  IOPS ratios above 1 and latency ratios below 1 favour the mdev.")
 print("  All of it runs nested under TCG: the absolute numbers mean little.")
+
+# Host side, per I/O: bench-stats.py's counters from the start to the end
+# of each job (ramp included), over the job's I/Os at its measured rate.
+marks = {}
+try:
+    for line in open(sys.argv[3]):
+        f = line.split()
+        marks[(f[0], f[1])] = [float(x) for x in f[2:]]
+except OSError:
+    pass
+hz = 100.0
+try:
+    import os
+    hz = float(os.sysconf("SC_CLK_TCK"))
+except (ValueError, OSError):
+    pass
+cols = ["KVM exits", "MMIO exits", "halts", "pf taken", "mdev sleeps",
+        "mdev CPU us", "host busy"]
+rows = []
+for j in jobs:
+    for d in disks:
+        a, b = marks.get(("start", j + "@" + d)), marks.get(("end", j + "@" + d))
+        if not a or not b or not ok(j, d):
+            continue
+        dt = b[0] - a[0]
+        ios = res[(j, d)][0] * dt
+        if dt <= 0 or ios <= 0:
+            continue
+        dl = [y - x for x, y in zip(a[1:], b[1:])]
+        # exits mmio halt_exits halt_wakeup pf irq cpu sleeps idle
+        busy = 1 - dl[8] / hz / dt
+        rows.append([labels[j] + " " + d,
+                     "%.2f" % (dl[0] / ios), "%.2f" % (dl[1] / ios),
+                     "%.2f" % (dl[2] / ios), "%.2f" % (dl[4] / ios),
+                     "%.2f" % (dl[7] / ios) if d.startswith("mdev") else "-",
+                     "%.0f" % (dl[6] / hz * 1e6 / ios) if d.startswith("mdev") else "-",
+                     "%.0f%%" % (100 * max(0.0, busy))])
+if rows:
+    print()
+    print("  host VM side, per I/O (ramp included; KVM counters are the guest's,")
+    print("  mdev sleeps/CPU are the nvmet-mdev queue threads'):")
+    rows.insert(0, ["job"] + cols)
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  " + r[0].ljust(w[0]) + "".join("  " + c.rjust(w[i + 1])
+                                                 for i, c in enumerate(r[1:])))
 if extra["bench-err"]:
     print("fio errors:")
     for l in extra["bench-err"]:
@@ -355,7 +443,7 @@ EOF
 
 # --- on the build machine -------------------------------------------------------
 run_vm() {
-	"$here/vm.sh" --smp 2 --mem 4G --timeout 2000 -- "$here/bench.sh" --inside 2>&1 |
+	"$here/vm.sh" --smp "${NVMET_MDEV_BENCH_HOST_SMP:-2}" --mem 4G --timeout 2000 -- "$here/bench.sh" --inside 2>&1 |
 		tee "$1"
 	return "${PIPESTATUS[0]}"
 }

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Host-side counters around each fio job of bench.sh, in the host VM.
+
+    bench-stats.py CONSOLE OUT
+
+Follows the guest's console file CONSOLE; at each "bench-mark: start|end
+JOB@DISK" line the guest's fio prints around a job, appends one line to OUT:
+
+    start|end JOB@DISK SECONDS KVM-COUNTERS... MDEV-CPU MDEV-SLEEPS IDLE
+
+KVM counters are KVM's debugfs statistics (all VMs of the host VM: the one
+guest), MDEV-CPU the CPU time of the nvmet-mdev queue threads and
+MDEV-SLEEPS their voluntary context switches (how often they slept), both
+summed over the threads, and IDLE the host VM's idle time (/proc/stat),
+times in clock ticks.  One process that never forks: a fork and exec costs
+a debug host VM under TCG about 0.3 s, which a shell loop would take from
+the guest it measures.  Ends when the console says "fio done", or after a
+day.
+"""
+import os
+import sys
+import time
+
+KVM = "/sys/kernel/debug/kvm"
+KVM_KEYS = ["exits", "mmio_exits", "halt_exits", "halt_wakeup", "pf_taken",
+            "irq_injections"]
+
+
+def read_int(path):
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def mdev_threads():
+    cpu = sleeps = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                st = f.read()
+            comm = st[st.index("(") + 1:st.rindex(")")]
+            if not comm.startswith("nvmet-mdev"):
+                continue
+            fields = st[st.rindex(")") + 2:].split()
+            cpu += int(fields[11]) + int(fields[12])	# utime, stime
+            with open("/proc/%s/status" % pid) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        sleeps += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+    return cpu, sleeps
+
+
+def idle_ticks():
+    with open("/proc/stat") as f:
+        return int(f.readline().split()[4])
+
+
+def sample():
+    vals = [read_int(os.path.join(KVM, k)) for k in KVM_KEYS]
+    cpu, sleeps = mdev_threads()
+    return vals + [cpu, sleeps, idle_ticks()]
+
+
+def main():
+    console, out = sys.argv[1], sys.argv[2]
+    pos, buf, end = 0, "", time.time() + 86400
+    while time.time() < end:
+        try:
+            with open(console, errors="replace") as f:
+                f.seek(pos)
+                data = f.read()
+                pos = f.tell()
+        except OSError:
+            data = ""
+        buf += data
+        lines = buf.split("\n")
+        buf = lines.pop()
+        for line in lines:
+            line = line.rstrip("\r")
+            if line.startswith("bench-mark: "):
+                what = line.split()[1:3]
+                with open(out, "a") as f:
+                    f.write(" ".join(what + ["%.3f" % time.time()] +
+                                     [str(v) for v in sample()]) + "\n")
+            elif line.startswith("bench-progress: ") and "fio done" in line:
+                return
+        time.sleep(0.1)
+
+
+if __name__ == "__main__":
+    main()
