@@ -155,11 +155,6 @@ struct nvmet_mdev_sq {
 	bool			broken;		/* stop fetching */
 
 	unsigned long		state;		/* NVMET_MDEV_SQ_* bits */
-	/* trapped doorbells: process at once or batch (runner private) */
-	bool			batching;
-	bool			deferred;	/* the thread measures a batch */
-	u8			probe;		/* runs since the last batch */
-	struct hrtimer		defer_timer;	/* kicks the thread */
 	struct task_struct	*thread;
 	struct delayed_work	stop_work;	/* see nvmet_mdev_sq_stop() */
 	wait_queue_head_t	wq;

@@ -31,14 +31,6 @@
  * Whoever fetches from an SQ holds its NVMET_MDEV_SQ_RUNNING bit: the thread
  * from its wake-up until it sleeps again, a trapped write for one burst.
  *
- * Fetching at once costs one trap per command, as each leaves EventIdx at
- * the new head.  A guest that streams commands (a deep queue) does better
- * when a trap only starts a short delay, during which it queues more
- * without trapping (the EventIdx stays behind), and the thread then
- * fetches them all.  Which of the two a queue needs shows in the size of
- * these batches: a batch of one command goes back to fetching at once,
- * and every NVMET_MDEV_PROBE_RUNS traps one batch is tried.
- *
  * Completions are posted by nvmet_mdev_queue_response() from whatever
  * context nvmet completes in.  When the CQ is full, completions are parked
  * on the CQ and posted by the queue threads once the host moves the CQ head.
@@ -480,21 +472,6 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread)
 	return n;
 }
 
-/* Trapped doorbells: how long a batch collects commands, and how often
- * a queue that fetches at once tries a batch.
- */
-#define NVMET_MDEV_DEFER_NS	(50 * NSEC_PER_USEC)
-#define NVMET_MDEV_PROBE_RUNS	8
-
-static enum hrtimer_restart nvmet_mdev_defer_timer(struct hrtimer *timer)
-{
-	struct nvmet_mdev_sq *sq =
-		container_of(timer, struct nvmet_mdev_sq, defer_timer);
-
-	nvmet_mdev_sq_kick(sq);
-	return HRTIMER_NORESTART;
-}
-
 /* Also called by other queue threads for a sleeping one. */
 static bool nvmet_mdev_sq_has_work(struct nvmet_mdev_sq *sq)
 {
@@ -793,11 +770,6 @@ static int nvmet_mdev_sq_thread(void *data)
 			continue;
 
 		n = READ_ONCE(sq->broken) ? 0 : nvmet_mdev_sq_process(sq, true);
-		if (unlikely(sq->deferred)) {
-			/* A batch a trapped doorbell left to us. */
-			sq->deferred = false;
-			sq->batching = n > 1;
-		}
 		nvmet_mdev_cq_retry(sq);
 		nvmet_mdev_wake_sleepers(sq);
 		now = local_clock();
@@ -909,8 +881,6 @@ static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
 	sq->bad_tail = NVMET_MDEV_DB_VALID;
 	init_waitqueue_head(&sq->wq);
 	INIT_DELAYED_WORK(&sq->stop_work, nvmet_mdev_sq_stop_work);
-	hrtimer_setup(&sq->defer_timer, nvmet_mdev_defer_timer,
-		      CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	atomic_set(&sq->inflight, 0);
 	init_llist_head(&sq->free_iods);
 
@@ -979,7 +949,6 @@ static void nvmet_mdev_sq_free(struct nvmet_mdev_ctrl *ctrl,
 	smp_mb__after_atomic();	/* DEAD before RUNNING, see db_written */
 	wait_event(dp->pause_wq,
 		   !test_bit(NVMET_MDEV_SQ_RUNNING, &sq->state));
-	hrtimer_cancel(&sq->defer_timer);
 
 	/* Waits for the commands in flight, failing AERs on the admin SQ. */
 	if (sq->nvme_sq.ctrl)
@@ -1412,21 +1381,9 @@ void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off)
 			nvmet_mdev_sq_kick(sq);
 		goto out;
 	}
-	if (sq->deferred || sq->batching ||
-	    ++sq->probe >= NVMET_MDEV_PROBE_RUNS) {
-		/* EventIdx stays behind: the guest queues more, no traps. */
-		if (!sq->deferred)
-			hrtimer_start(&sq->defer_timer,
-				      ns_to_ktime(NVMET_MDEV_DEFER_NS),
-				      HRTIMER_MODE_REL);
-		sq->probe = 0;
-		sq->deferred = true;
-		nvmet_mdev_sq_unlock(sq);
-		goto out;
-	}
 	/* RUNNING without DEAD keeps the SQ: see nvmet_mdev_sq_free() */
 	rcu_read_unlock();
-	sq->batching = nvmet_mdev_sq_process(sq, false) > 1;
+	nvmet_mdev_sq_process(sq, false);
 	/* The guest's next tail write traps again. */
 	nvmet_mdev_eventidx_write(ctrl, idx, sq->head);
 	rcu_read_lock();
