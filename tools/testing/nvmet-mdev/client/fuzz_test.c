@@ -525,6 +525,23 @@ static int run_batch(struct __test_metadata *_metadata, struct fuzz *f,
 	return 0;
 }
 
+/*
+ * The tag whose pattern_fill() starts with the 8 bytes at @p (the inverse
+ * of pattern_word() at offset 0), to tell which write a block came from.
+ */
+static uint64_t pattern_tag(const void *p)
+{
+	uint64_t v, x, inv = 0x100000001b3ull;
+	int i;
+
+	memcpy(&v, p, sizeof(v));
+	x = v ^ (v >> 29) ^ (v >> 58);
+	/* Newton's iteration for the inverse of the odd factor mod 2^64. */
+	for (i = 0; i < 6; i++)
+		inv *= 2 - 0x100000001b3ull * inv;
+	return (x ^ 0x9e3779b97f4a7c15ull) * inv;
+}
+
 static void check_batch(struct __test_metadata *_metadata, struct fuzz *f,
 			struct slot *slots, unsigned int n)
 {
@@ -538,9 +555,9 @@ static void check_batch(struct __test_metadata *_metadata, struct fuzz *f,
 		char *buf = slot_buf(f, i, &iova);
 
 		if (!s->valid) {
-			if (s->status == 0)
-				account_write(f, &s->sqe);
-			else
+			/* Failed too: a write may have begun (Copy). */
+			account_write(f, &s->sqe);
+			if (s->status)
 				f->errors++;
 			continue;
 		}
@@ -569,9 +586,17 @@ static void check_batch(struct __test_metadata *_metadata, struct fuzz *f,
 			d = pattern_check(buf + s->off + (b << ctrl->lba_shift),
 					  1u << ctrl->lba_shift, t);
 			EXPECT_EQ(-1, d) {
-				TH_LOG("seed %llu: LBA %llu differs at byte %ld",
+				uint64_t got = pattern_tag(buf + s->off +
+							   (b << ctrl->lba_shift));
+
+				TH_LOG("seed %llu: LBA %llu differs at byte %ld: expected write %llu of it, %s write %llu of LBA %llu (last write %llu)",
 				       (unsigned long long)f->seed,
-				       (unsigned long long)(s->slba + b), d);
+				       (unsigned long long)(s->slba + b), d,
+				       (unsigned long long)((t >> 24) & 0x7fffffffffull),
+				       got >> 63 ? "found" : "no known pattern, as if",
+				       (unsigned long long)((got >> 24) & 0x7fffffffffull),
+				       (unsigned long long)(got & 0xffffff),
+				       (unsigned long long)f->gen);
 			}
 		}
 	}
@@ -649,7 +674,11 @@ static void io_batch(struct __test_metadata *_metadata, struct fuzz *f)
 		unsigned int j;
 
 		for (j = 0; j < k; j++) {
-			if (slots[j].status == 0 && !slots[j].valid)
+			/*
+			 * A mutated command that failed may still have
+			 * written (a Copy stops at the range that fails).
+			 */
+			if (!slots[j].valid)
 				account_write(f, &slots[j].sqe);
 			if (slots[j].valid && slots[j].status) {
 				EXPECT_EQ(0, slots[j].status) {
