@@ -4,7 +4,7 @@
 # Two mdevs on one port, used by two guests at once, the second one with
 # pin-based interrupts only (pci=nomsi: INTx through the resample eventfd);
 # then one mdev is removed and re-created and still works.  Each guest runs
-# fio randrw with verify, 4 jobs of 8 MiB, both at once on the one vCPU of
+# fio randrw with verify, 2 jobs of 2 MiB, both at once on the one vCPU of
 # the host VM.
 # timeout: 1800
 . "$(dirname "$0")/../lib.sh"
@@ -22,10 +22,10 @@ echo nqn.2026-11.org.example:a > /sys/bus/mdev/devices/$u1/subsysnqn
 echo nqn.2026-11.org.example:b > /sys/bus/mdev/devices/$u2/subsysnqn
 tap_ok "subsysnqn reads back" grep -qx nqn.2026-11.org.example:b /sys/bus/mdev/devices/$u2/subsysnqn
 
-run_guest --mdev "$u1" --mem 768M -- sh -c "$g fio_verify 4k 8" > /tmp/g1.out 2>/dev/null &
+run_guest --mdev "$u1" --mem 768M -- sh -c "$g fio_verify 4k 2 2" > /tmp/g1.out 2>/dev/null &
 p1=$!
 run_guest --mdev "$u2" --mem 768M --append pci=nomsi -- \
-	sh -c "$g fio_verify 4k 8; $g intx; $g ids 0x1d1d 0x1af4" > /tmp/g2.out 2>/dev/null &
+	sh -c "$g fio_verify 4k 2 2; $g intx; $g ids 0x1d1d 0x1af4" > /tmp/g2.out 2>/dev/null &
 p2=$!
 wait $p1; r1=$?
 wait $p2; r2=$?
