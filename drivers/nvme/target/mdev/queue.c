@@ -188,6 +188,8 @@ void nvmet_mdev_pause(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_sq *self)
 	spin_lock(&dp->pause_lock);
 	dp->pause_count++;
 	spin_unlock(&dp->pause_lock);
+	/* pause_count before RUNNING: pairs with nvmet_mdev_db_written() */
+	smp_mb();
 
 	/* The admin thread creates and deletes queues: park it first. */
 	if (!self) {
