@@ -6,6 +6,7 @@
 # in the host holds the file system.  The first boot has the doorbell_mmap
 # default (on a 1-vCPU host VM: trapped doorbells), the second the doorbell
 # page mapped into the guest and polled.
+# timeout: 2100
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
 nqn=nqn.2026-11.org.example:fs
