@@ -43,7 +43,7 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 
-host_cmdline= smp=1 mem= qemu_args= echo_prefix= timeout=900 guest=0 append= log= interactive=0 iommufd=0 keep_going=0 libvirt=0
+role_cmdline= smp=1 mem= qemu_args= echo_prefix= timeout=900 guest=0 append= log= interactive=0 iommufd=0 keep_going=0 libvirt=0
 kernel=${NVMET_MDEV_KERNEL:-$top/build/bzImage}
 mdevs=()
 while [ $# -gt 0 ]; do
@@ -102,6 +102,8 @@ if [ $guest -eq 1 ]; then
 	# the debug options (build/guest-bzImage, see config.guest).
 	kernel=${NVMET_MDEV_GUEST_KERNEL:-$top/build/guest-bzImage}
 	echo nvmet-mdev-guest > "$run/hostname"
+	# init.sh: set up only what a guest needs (see there).
+	role_cmdline="nvmet_mdev.guest=1"
 else
 	# la57=off: with 5-level paging, identify_cpu() clears boot_cpu_data's
 	# capabilities (LA57 among them) with interrupts on, and before the
@@ -114,7 +116,7 @@ else
 	mem=${mem:-3G}
 	# Hung tasks are reported (and fail the run), not fatal.  The guest
 	# kernel has no hung task detector.
-	host_cmdline="hung_task_panic=0"
+	role_cmdline="hung_task_panic=0"
 	echo nvmet-mdev-host > "$run/hostname"
 fi
 
@@ -123,7 +125,7 @@ fi
 cmdline="console=ttyS0 loglevel=6 root=root rootfstype=9p"
 cmdline="$cmdline rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro"
 cmdline="$cmdline init=${NVMET_MDEV_INIT:-$here/init.sh} panic=-1 nokaslr"
-cmdline="$cmdline mitigations=off tsc=reliable${host_cmdline:+ $host_cmdline} $append"
+cmdline="$cmdline mitigations=off tsc=reliable${role_cmdline:+ $role_cmdline} $append"
 [ $interactive -eq 1 ] && cmdline="$cmdline nvmet_mdev.interactive=1"
 
 args=(
