@@ -175,6 +175,14 @@ run_guest() {
 		--echo-prefix 'guest| ' "$@"
 }
 
+# A guest command (for bash -c) printing "pci VENDOR DEVICE CLASS" per PCI
+# function, with builtins only: each exec costs a nested guest seconds.
+# shellcheck disable=SC2016
+pci_list_cmd='for d in /sys/bus/pci/devices/*; do
+	read -r v < "$d/vendor"; read -r i < "$d/device"; read -r c < "$d/class"
+	echo "pci $v $i $c"
+done'
+
 # guest_checks PREFIX OUTPUT: TAP results from a guest's "check:" lines.
 guest_checks() {
 	local prefix=$1 line n=0
