@@ -8,8 +8,9 @@
 # libvirt's node device driver lists the mdev, a transient domain starts
 # with it, the guest's nvme driver gets the disk and does verified I/O, and
 # the mdev can be removed once libvirt has let it go.
+# timeout: 1800
 . "$(dirname "$0")/../lib.sh"
-export NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-900}
+export NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-1500}
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
 virsh=(virsh -q -c qemu:///system)
 
