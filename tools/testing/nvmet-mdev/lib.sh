@@ -166,10 +166,11 @@ start_libvirtd() {
 
 # run_guest [vm.sh options] -- command: a nested KVM guest with our kernel.
 # Its console goes to stdout (for the caller to capture) and, prefixed, to
-# stderr, so that the test log shows the guest as it runs.  A guest that
-# only runs "true" takes about 8 minutes from QEMU's start to its power-off
-# in the 1-vCPU host VM of an idle machine (its firmware, kernel and init
-# all run TCG-emulated): 15 minutes leave room for a loaded one.
+# stderr, so that the test log shows the guest as it runs.  A guest with a
+# short command takes 2.5 to 3 minutes from QEMU's start to its power-off
+# in the 1-vCPU host VM (its firmware, kernel and init all run
+# TCG-emulated, and each exec costs it seconds); its I/O on a loaded
+# machine is what the 15 minutes leave room for.
 run_guest() {
 	"$NVMET_MDEV_HARNESS/vm.sh" --guest --timeout "${NVMET_MDEV_GUEST_TIMEOUT:-900}" \
 		--echo-prefix 'guest| ' "$@"
