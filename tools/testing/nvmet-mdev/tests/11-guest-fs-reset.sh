@@ -14,11 +14,11 @@ setup_default 1 $nqn /tmp/ns1.img 256M || die "nvmet setup"
 modprobe nvmet-mdev || die "modprobe"
 uuid=$(create_mdev 1) || die "create mdev"
 
-out=$(run_guest --mdev "$uuid" -- sh -c "$g mkfs_write")
+out=$(run_guest --mdev "$uuid" -- $g mkfs_write)
 tap_ok "first boot clean (status $?)" test $? -eq 0
 guest_checks "first boot" "$out"
 echo on > /sys/bus/mdev/devices/$uuid/doorbell_mmap || die "set doorbell_mmap"
-out=$(run_guest --mdev "$uuid" -- sh -c "$g mount_check; $g dmesg_clean")
+out=$(run_guest --mdev "$uuid" -- $g mount_check + dmesg_clean)
 tap_ok "second boot clean (status $?)" test $? -eq 0
 guest_checks "second boot" "$out"
 

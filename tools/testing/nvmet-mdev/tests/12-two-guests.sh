@@ -42,20 +42,18 @@ wait_up() {
 	return 1
 }
 # The waiting guest must not exec anything while the other one boots (an
-# exec costs a nested guest seconds of the shared vCPU): bash builtins only,
-# reading with a timeout from a FIFO nobody writes.
-meet='bash -c "mkfifo /tmp/f; exec 3<>/tmp/f; : > /run/nvmet-mdev/up;
-	while [ ! -e /run/nvmet-mdev/go ]; do read -t 2 -u 3; done";'
+# exec costs a nested guest seconds of the shared vCPU): check.sh's "meet"
+# waits with builtins.
 rm -rf /tmp/g1 /tmp/g2
 mkdir -p /tmp/g1 /tmp/g2
 TMPDIR=/tmp/g1 NVMET_MDEV_GUEST_TIMEOUT=$((3 * NVMET_MDEV_GUEST_TIMEOUT + 600)) \
 	run_guest --mdev "$u1" --mem 768M -- \
-	sh -c "$meet $g fio_verify 4k 2 2" > /tmp/g1.out 2>/dev/null &
+	$g meet + fio_verify 4k 2 2 > /tmp/g1.out 2>/dev/null &
 p1=$!
 wait_up /tmp/g1 $p1
 TMPDIR=/tmp/g2 NVMET_MDEV_GUEST_TIMEOUT=$((2 * NVMET_MDEV_GUEST_TIMEOUT)) \
 	run_guest --mdev "$u2" --mem 768M --append pci=nomsi -- \
-	sh -c "$meet $g fio_verify 4k 2 2; $g intx; $g ids 0x1d1d 0x1af4" \
+	$g meet + fio_verify 4k 2 2 + intx + ids 0x1d1d 0x1af4 \
 	> /tmp/g2.out 2>/dev/null &
 p2=$!
 wait_up /tmp/g2 $p2

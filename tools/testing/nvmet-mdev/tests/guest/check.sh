@@ -4,51 +4,94 @@
 # Runs inside a nested guest: report checks as "check: ok|fail: what" lines
 # that the test in the host VM turns into TAP results.  Subcommands below.
 set -u
+#
+#   check.sh STEP [ARGS...] [+ STEP [ARGS...]]...
+#
+# runs the steps in turn.  An exec costs a nested guest seconds (its
+# kernel and QEMU run in the TCG-emulated host VM), so one check.sh runs
+# all of a guest's steps, and the checks themselves use bash builtins:
+# each step below execs only the tool it exercises (nvme, fio, dd, ...).
 check() {
 	local what=$1; shift
 	if "$@"; then echo "check: ok: $what"; else echo "check: fail: $what"; fi
 }
 dev=/dev/nvme0n1
+ctrl=/sys/class/nvme/nvme0
 
-vendor_ids() {
-	# vendor_ids ID_CTRL_FILE VID SSVID: that nvme id-ctrl output has them
-	[ "$(awk '/^vid /{print $3}' "$1")" = "$2" ] &&
-		[ "$(awk '/^ssvid /{print $3}' "$1")" = "$3" ]
+# idc_load: Identify Controller, parsed into idc[field] ("vid : 0x1b36").
+declare -A idc
+idc_load() {
+	local k sep v
+	idc=()
+	nvme id-ctrl /dev/nvme0 > /tmp/idc || return
+	while read -r k sep v; do
+		[ "$sep" = : ] && idc[$k]=$v
+	done < /tmp/idc
+	for k in vid ssvid mn fr mdts oacs sgls sqes cqes nn subnqn; do
+		echo "$k : ${idc[$k]-}"
+	done
+}
+
+# ns_bytes: the namespace's size in bytes (0 without one).
+ns_bytes() {
+	local sectors=0
+	read -r sectors < /sys/block/${dev#/dev/}/size
+	echo $((sectors * 512))
 }
 
 ids() {
 	# ids VID SSVID: Identify Controller reports these vendor IDs
-	nvme id-ctrl /dev/nvme0 > /tmp/idc
-	check "Identify reports VID $1 SSVID $2" vendor_ids /tmp/idc "$1" "$2"
+	idc_load
+	check "Identify reports VID $1 SSVID $2" \
+		test "${idc[vid]-}:${idc[ssvid]-}" = "$1:$2"
 }
 
 identify() {
 	# identify EXPECTED_SIZE_BYTES EXPECTED_MDTS EXPECTED_DBBC(0|1)
-	nvme list
-	nvme id-ctrl /dev/nvme0 > /tmp/idc
-	grep -E '^(vid|ssvid|mn|fr|mdts|oacs|sgls|sqes|cqes|nn|subnqn) ' /tmp/idc
+	local vid='' ssvid='' oacs sgls
+	idc_load
 	check "the namespace block device exists" test -b $dev
-	check "namespace size is $1" test "$(blockdev --getsize64 $dev)" = "$1"
-	check "model is Linux" grep -q '^mn *: Linux' /tmp/idc
-	check "VID and SSVID are the PCI function's" vendor_ids /tmp/idc \
-		"$(cat /sys/class/nvme/nvme0/device/vendor)" \
-		"$(cat /sys/class/nvme/nvme0/device/subsystem_vendor)"
-	check "mdts is $2" grep -qE "^mdts *: $2\$" /tmp/idc
-	local oacs sgls
-	oacs=$(awk '/^oacs /{print $3}' /tmp/idc)
-	sgls=$(awk '/^sgls /{print $3}' /tmp/idc)
+	check "namespace size is $1" test "$(ns_bytes)" = "$1"
+	check "model is Linux" test "${idc[mn]-}" = Linux
+	read -r vid < $ctrl/device/vendor
+	read -r ssvid < $ctrl/device/subsystem_vendor
+	check "VID and SSVID are the PCI function's" \
+		test "${idc[vid]-}:${idc[ssvid]-}" = "$vid:$ssvid"
+	check "mdts is $2" test "${idc[mdts]-}" = "$2"
+	oacs=${idc[oacs]:-0} sgls=${idc[sgls]:-0}
 	check "OACS DBBC bit is $3 (oacs=$oacs)" test $(( (oacs >> 8) & 1 )) -eq "$3"
 	check "SGLs supported (sgls=$sgls)" test $(( sgls & 3 )) -ne 0
 	# queue_count counts the admin queue too.
-	check "the guest uses several I/O queues" \
-		test "$(cat /sys/class/nvme/nvme0/queue_count)" -ge 3
+	local queues=0
+	read -r queues < $ctrl/queue_count
+	check "the guest uses several I/O queues" test "$queues" -ge 3
+}
+
+# print_file FILE: FILE's lines, cut at 200 characters.
+print_file() {
+	local line
+	while IFS= read -r line; do
+		echo "${line:0:200}"
+	done < "$1"
+}
+
+# fio_errors FILE: the error count of fio's terse (version 3) output, or
+# nothing without a result line.
+fio_errors() {
+	local line f
+	while IFS= read -r line; do
+		[[ $line == "3;"* ]] || continue
+		IFS=';' read -ra f <<<"$line"
+		echo "${f[4]}"
+		return
+	done < "$1"
 }
 
 fio_verify() {
 	# fio_verify BS [MIB_PER_JOB [JOBS]]: randrw with crc32c verify, each
 	# job in its own part of the namespace (default 4 jobs of 16 MiB)
-	local mib=${2:-16} jobs=${3:-4} part
-	part=$(( $(blockdev --getsize64 $dev) / jobs ))
+	local mib=${2:-16} jobs=${3:-4} part rc
+	part=$(( $(ns_bytes) / jobs ))
 	cd /tmp || return
 	fio --name=verify --filename=$dev --direct=1 --ioengine=io_uring \
 		--rw=randrw --bs="$1" --iodepth=16 --numjobs="$jobs" \
@@ -57,33 +100,56 @@ fio_verify() {
 		--verify_state_save=0 --do_verify=1 --group_reporting \
 		--output-format=terse --terse-version=3 --output=/tmp/fio.out \
 		> /tmp/fio.err 2>&1
-	local rc=$?
-	cut -c1-200 /tmp/fio.out /tmp/fio.err
+	rc=$?
+	print_file /tmp/fio.out
+	print_file /tmp/fio.err
 	check "fio randrw bs=$1 verify=crc32c: status $rc" test $rc -eq 0
-	check "fio bs=$1 reported 0 errors" \
-		test "$(grep '^3;' /tmp/fio.out | head -1 | cut -d';' -f5)" = 0
+	check "fio bs=$1 reported 0 errors" test "$(fio_errors /tmp/fio.out)" = 0
 }
 
 intx() {
 	# intx: after I/O, the controller's interrupts (boot with pci=nomsi)
 	# are pin-based, and they were delivered
-	local line n
-	line=$(grep nvme0q /proc/interrupts | head -1)
+	local line='' fields n=0 i pin=0
+	while IFS= read -r line; do
+		[[ $line == *nvme0q* ]] && break
+	done < /proc/interrupts
+	[[ $line == *nvme0q* ]] || line=
 	echo "$line"
-	n=$(echo "$line" | awk '{ for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; print s + 0 }')
-	check "nvme uses a pin-based interrupt" \
-		test -n "$line" -a -z "$(echo "$line" | grep -i msi)"
+	# "IRQ: count per CPU... chip ... name"
+	read -ra fields <<<"$line"
+	for ((i = 1; i < ${#fields[@]}; i++)); do
+		[[ ${fields[i]} =~ ^[0-9]+$ ]] || break
+		n=$((n + fields[i]))
+	done
+	[[ -n $line && ${line,,} != *msi* ]] && pin=1
+	check "nvme uses a pin-based interrupt" test $pin -eq 1
 	check "INTx interrupts were delivered ($n)" test "$n" -gt 0
 }
 
 dmesg_clean() {
 	# dmesg_clean: the nvme driver ("nvme nvmeN: ...") and the block
 	# layer ("... dev nvmeNn1 ...") logged no timeout, error or reset
-	local bad
-	bad=$(dmesg | grep -E 'nvme nvme[0-9]+: |dev nvme[0-9]' |
-		grep -iE 'timeout|error|fail|reset|abort|disabl|dead|remov')
-	[ -n "$bad" ] && echo "$bad"
+	local line bad=
+	local who='nvme nvme[0-9]+: |dev nvme[0-9]'
+	local what='timeout|error|fail|reset|abort|disabl|dead|remov'
+	dmesg > /tmp/dmesg
+	while IFS= read -r line; do
+		[[ $line =~ $who && ${line,,} =~ $what ]] || continue
+		echo "$line"
+		bad=1
+	done < /tmp/dmesg
 	check "the guest's nvme driver logged no error" test -z "$bad"
+}
+
+meet() {
+	# meet: say "up" in the run directory, then wait for "go" there
+	# (with builtins: a read with a timeout from a FIFO nobody writes)
+	mkfifo /tmp/meet.fifo && exec 3<>/tmp/meet.fifo
+	: > /run/nvmet-mdev/up
+	while [ ! -e /run/nvmet-mdev/go ]; do
+		read -r -t 2 -u 3
+	done
 }
 
 big_io() {
@@ -118,7 +184,17 @@ mount_check() {
 	umount /tmp/mnt
 }
 
-"$@"
+# Run the steps, split at "+".
+steps=("$@" +)
+args=()
+for a in "${steps[@]}"; do
+	if [ "$a" = + ]; then
+		[ ${#args[@]} -gt 0 ] && "${args[@]}"
+		args=()
+	else
+		args+=("$a")
+	fi
+done
 # Results are the "check:" lines; a clean shutdown of the controller
 # (CC.SHN) happens at power-off.
 exit 0
