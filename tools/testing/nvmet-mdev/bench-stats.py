@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host-side counters around each fio job of bench.sh, in the host VM.
 
-    bench-stats.py CONSOLE OUT
+    bench-stats.py MARKS OUT
 
-Follows the guest's console file CONSOLE; at each "bench-mark: start|end
-JOB@DISK" line the guest's fio prints around a job, appends one line to OUT:
+Follows the file MARKS (a glob: the guest's run directory is made by vm.sh)
+the guest appends its markers to; at each "bench-mark: start|end JOB@DISK"
+line, written around each fio job, appends one line to OUT:
 
     start|end JOB@DISK SECONDS KVM-COUNTERS... MDEV-CPU MDEV-SLEEPS IDLE
 
@@ -15,9 +16,9 @@ MDEV-SLEEPS their voluntary context switches (how often they slept), both
 summed over the threads, and IDLE the host VM's idle time (/proc/stat),
 times in clock ticks.  One process that never forks: a fork and exec costs
 a debug host VM under TCG about 0.3 s, which a shell loop would take from
-the guest it measures.  Ends when the console says "fio done", or after a
-day.
+the guest it measures.  Ends at "bench-mark: done", or after a day.
 """
+import glob
 import os
 import sys
 import time
@@ -69,11 +70,14 @@ def sample():
 
 
 def main():
-    console, out = sys.argv[1], sys.argv[2]
-    pos, buf, end = 0, "", time.time() + 86400
+    pattern, out = sys.argv[1], sys.argv[2]
+    marks, pos, buf, end = None, 0, "", time.time() + 86400
     while time.time() < end:
+        if marks is None:
+            found = glob.glob(pattern)
+            marks = found[0] if found else None
         try:
-            with open(console, errors="replace") as f:
+            with open(marks or "", errors="replace") as f:
                 f.seek(pos)
                 data = f.read()
                 pos = f.tell()
@@ -84,13 +88,13 @@ def main():
         buf = lines.pop()
         for line in lines:
             line = line.rstrip("\r")
+            if line == "bench-mark: done":
+                return
             if line.startswith("bench-mark: "):
                 what = line.split()[1:3]
                 with open(out, "a") as f:
                     f.write(" ".join(what + ["%.3f" % time.time()] +
                                      [str(v) for v in sample()]) + "\n")
-            elif line.startswith("bench-progress: ") and "fio done" in line:
-                return
         time.sleep(0.1)
 
 

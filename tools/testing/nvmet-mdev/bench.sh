@@ -100,7 +100,14 @@ guest_main() {
 	done
 
 	# One section per job and disk, run one at a time (fio --section),
-	# between the markers bench-stats.py in the host VM samples at.
+	# between the markers bench-stats.py in the host VM samples at.  The
+	# markers also go to a file in the run directory (9p): the console
+	# is no good for them, a userspace write to it can stall on the
+	# 1-vCPU host VM until something else wakes the vCPU.
+	mark() {
+		echo "bench-mark: $*"
+		echo "bench-mark: $*" >> /run/nvmet-mdev/bench-marks
+	}
 	{
 		echo "[global]"
 		echo "direct=1"
@@ -126,10 +133,10 @@ guest_main() {
 		"$(grep -c '^\[.*@' /tmp/bench.fio) jobs of ${ramp}+${rt} s"
 	rc=0
 	for j in $(sed -n 's/^\[\(.*@.*\)\]$/\1/p' /tmp/bench.fio); do
-		echo "bench-mark: start $j"
+		mark start "$j"
 		fio --eta=never --output-format=json --output=/tmp/fio.json \
 			--section="$j" /tmp/bench.fio > /tmp/fio.err 2>&1 || rc=1
-		echo "bench-mark: end $j"
+		mark end "$j"
 		# JOB DISK IOPS BYTES/S MEAN-LATENCY-NS P99-CLAT-NS ERROR
 		jq -r '.jobs[] |
 			(if .read.total_ios > 0 then .read else .write end) as $x |
@@ -140,6 +147,7 @@ guest_main() {
 		[ $rc -eq 0 ] || sed 's/^/bench-err: /' /tmp/fio.err | head -20
 	done
 	echo "bench-progress: $(cut -d' ' -f1 /proc/uptime) s: fio done (status $rc)"
+	mark done
 	echo "bench-info: guest_end_seconds $(cut -d' ' -f1 /proc/uptime)"
 	# Errors and warnings the guest kernel logged during the run.
 	dmesg --level=emerg,alert,crit,err,warn | sed 's/^/bench-dmesg: /'
@@ -216,9 +224,10 @@ inside_main() {
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	: > $out
 	: > /tmp/bench-stats
-	"$here/bench-stats.py" $out /tmp/bench-stats &
+	rm -rf /tmp/bench-run && mkdir /tmp/bench-run
+	"$here/bench-stats.py" '/tmp/bench-run/*/bench-marks' /tmp/bench-stats &
 	stats=$!
-	run_guest --timeout 1500 --smp "$gsmp" --mdev "$uuid" --mdev "$alt" --qemu-args "$qargs" \
+	TMPDIR=/tmp/bench-run run_guest --timeout 1500 --smp "$gsmp" --mdev "$uuid" --mdev "$alt" --qemu-args "$qargs" \
 		-- "$here/bench.sh" --guest > $out
 	rc=$?
 	kill $stats 2>/dev/null
