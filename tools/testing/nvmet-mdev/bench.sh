@@ -399,7 +399,7 @@ try:
     hz = float(os.sysconf("SC_CLK_TCK"))
 except (ValueError, OSError):
     pass
-cols = ["KVM exits", "MMIO exits", "halts", "pf taken", "mdev sleeps",
+cols = ["KVM exits", "MMIO exits", "halts", "pf taken", "irqs", "mdev sleeps",
         "mdev CPU us", "host busy"]
 rows = []
 for j in jobs:
@@ -417,6 +417,7 @@ for j in jobs:
         rows.append([labels[j] + " " + d,
                      "%.2f" % (dl[0] / ios), "%.2f" % (dl[1] / ios),
                      "%.2f" % (dl[2] / ios), "%.2f" % (dl[4] / ios),
+                     "%.2f" % (dl[5] / ios),
                      "%.2f" % (dl[7] / ios) if d.startswith("mdev") else "-",
                      "%.0f" % (dl[6] / hz * 1e6 / ios) if d.startswith("mdev") else "-",
                      "%.0f%%" % (100 * max(0.0, busy))])
