@@ -167,7 +167,7 @@ start_libvirtd() {
 # run_guest [vm.sh options] -- command: a nested KVM guest with our kernel.
 # Its console goes to stdout (for the caller to capture) and, prefixed, to
 # stderr, so that the test log shows the guest as it runs.  A guest with a
-# short command takes 2.5 to 3 minutes from QEMU's start to its power-off
+# short command takes about 2 minutes from QEMU's start to its power-off
 # in the 1-vCPU host VM (its firmware, kernel and init all run
 # TCG-emulated, and each exec costs it seconds); its I/O on a loaded
 # machine is what the 15 minutes leave room for.
