@@ -9,7 +9,8 @@
 #   virtio-blk  QEMU's virtio-blk (-device virtio-blk-pci)
 #
 # Each is a file of the same size on the host VM's tmpfs, written in full
-# first.  One host VM (2 vCPUs unless told otherwise, 4G) boots, one guest
+# first.  One host VM (2 vCPUs unless told otherwise; 4G, more for big
+# disks: its tmpfs gets half of it) boots, one guest
 # boots with all three disks attached and runs every fio job on each, the
 # jobs interleaved across the disks (job 1 on mdev, qemu-nvme, virtio-blk,
 # then job 2, ...) so that a change in the machine's load hits all three
@@ -164,6 +165,10 @@ inside_main() {
 	local d uuid attr a qargs virtio t0 t1 rc
 
 	echo "== host VM: four ${mib} MiB disks on tmpfs, written in full"
+	if [ $(($(df --output=avail -k /tmp | tail -1) / 1024)) -lt $((4 * mib + 64)) ]; then
+		echo "bench.sh: /tmp has no room for four ${mib} MiB disks" >&2
+		return 1
+	fi
 	for d in "${disks[@]}"; do
 		dd if=/dev/zero of="/tmp/bench-$d.img" bs=1M count="$mib" status=none ||
 			return 1
@@ -453,7 +458,10 @@ EOF
 
 # --- on the build machine -------------------------------------------------------
 run_vm() {
-	"$here/vm.sh" --smp "${NVMET_MDEV_BENCH_HOST_SMP:-2}" --mem 4G --timeout 2000 -- "$here/bench.sh" --inside 2>&1 |
+	# The host VM's /tmp (tmpfs, half of its memory) holds the four disks.
+	local mem=$((8 * ${NVMET_MDEV_BENCH_SIZE_MB:-512} + 1024))
+	[ $mem -ge 4096 ] || mem=4096
+	"$here/vm.sh" --smp "${NVMET_MDEV_BENCH_HOST_SMP:-2}" --mem ${mem}M --timeout 2000 -- "$here/bench.sh" --inside 2>&1 |
 		tee "$1"
 	return "${PIPESTATUS[0]}"
 }
