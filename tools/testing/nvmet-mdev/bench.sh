@@ -253,7 +253,8 @@ inside_main() {
 	rm -rf /tmp/bench-run && mkdir /tmp/bench-run
 	"$here/bench-stats.py" '/tmp/bench-run/*/bench-marks' /tmp/bench-stats &
 	stats=$!
-	TMPDIR=/tmp/bench-run run_guest --timeout 1500 --smp "$gsmp" --mdev "$uuid" --mdev "$alt" --qemu-args "$qargs" \
+	# 24 jobs; on a 1-vCPU host VM each fio start costs the guest 20-30 s
+	TMPDIR=/tmp/bench-run run_guest --timeout 2700 --smp "$gsmp" --mdev "$uuid" --mdev "$alt" --qemu-args "$qargs" \
 		-- "$here/bench.sh" --guest > $out
 	rc=$?
 	kill $stats 2>/dev/null
@@ -483,7 +484,7 @@ run_vm() {
 	# The host VM's /tmp (tmpfs, half of its memory) holds the four disks.
 	local mem=$((8 * ${NVMET_MDEV_BENCH_SIZE_MB:-512} + 1024))
 	[ $mem -ge 4096 ] || mem=4096
-	"$here/vm.sh" --smp "${NVMET_MDEV_BENCH_HOST_SMP:-2}" --mem ${mem}M --timeout 2000 -- "$here/bench.sh" --inside 2>&1 |
+	"$here/vm.sh" --smp "${NVMET_MDEV_BENCH_HOST_SMP:-2}" --mem ${mem}M --timeout 3300 -- "$here/bench.sh" --inside 2>&1 |
 		tee "$1"
 	return "${PIPESTATUS[0]}"
 }
