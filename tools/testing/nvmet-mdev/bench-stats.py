@@ -76,13 +76,15 @@ def main():
         if marks is None:
             found = glob.glob(pattern)
             marks = found[0] if found else None
-        try:
-            with open(marks or "", errors="replace") as f:
-                f.seek(pos)
-                data = f.read()
-                pos = f.tell()
-        except OSError:
-            data = ""
+        data = ""
+        if marks:
+            try:
+                with open(marks, errors="replace") as f:
+                    f.seek(pos)
+                    data = f.read()
+                    pos = f.tell()
+            except OSError:
+                pass
         buf += data
         lines = buf.split("\n")
         buf = lines.pop()
