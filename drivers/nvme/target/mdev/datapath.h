@@ -137,6 +137,12 @@ struct nvmet_mdev_cq {
 	struct list_head	parked;		/* iods whose CQE did not fit */
 	u8			nr_coalesced;
 	struct hrtimer		coalesce_timer;
+	/* moderation of trapped doorbells' interrupts, see queue.c */
+	bool			moderate;
+	u8			probe_shift;	/* probe every 2^n traps */
+	u16			probe_wait;	/* traps until the next probe */
+	u32			trap_gap;	/* ns between traps, average */
+	u64			last_trap;	/* local_clock() */
 	struct rcu_head		rcu;
 };
 

@@ -31,6 +31,19 @@
  * Whoever fetches from an SQ holds its NVMET_MDEV_SQ_RUNNING bit: the thread
  * from its wake-up until it sleeps again, a trapped write for one burst.
  *
+ * Fetching in the writer's context completes a command (on a fast backend)
+ * before the guest submits the next, so without care each command would
+ * cost the guest an interrupt: injection, handler and EOI are the most
+ * expensive part of an I/O when the CPU is shared.  A guest that streams
+ * (submits again while completions are outstanding) gets its interrupts
+ * moderated instead: completions are held until the guest stops submitting
+ * for twice its usual gap between trapped writes, or until
+ * NVMET_MDEV_HOLD_CQES are held.  Whether a guest streams shows by trying:
+ * a trap that finds the CQ not moderated holds its completions (a probe);
+ * when the guest waits for a single held completion instead of submitting
+ * again, the probe failed and the next one comes after twice as many
+ * traps.  A guest that configures Interrupt Coalescing gets what it asked.
+ *
  * Completions are posted by nvmet_mdev_queue_response() from whatever
  * context nvmet completes in.  When the CQ is full, completions are parked
  * on the CQ and posted by the queue threads once the host moves the CQ head.
@@ -551,6 +564,62 @@ static void nvmet_mdev_cq_post(struct nvmet_mdev_cq *cq,
 	}
 }
 
+/* Interrupt moderation of trapped doorbells (see the top of this file). */
+#define NVMET_MDEV_HOLD_CQES		32
+#define NVMET_MDEV_HOLD_MIN_NS		(20 * NSEC_PER_USEC)
+#define NVMET_MDEV_HOLD_MAX_NS		(20 * NSEC_PER_MSEC)
+#define NVMET_MDEV_PROBE_SHIFT_MAX	8
+
+/* A trapped write to the tail doorbell of an SQ of @cq. */
+static void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq)
+{
+	u64 now = local_clock(), gap;
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	gap = now - cq->last_trap;
+	cq->last_trap = now;
+	/* Longer gaps are pauses, not the pace of a stream. */
+	if (gap < NVMET_MDEV_HOLD_MAX_NS)
+		cq->trap_gap = (3 * (u64)cq->trap_gap + gap) >> 2;
+	if (cq->moderate) {
+		/* Submitting again with completions held: it streams. */
+		if (cq->nr_coalesced)
+			cq->probe_shift = 0;
+	} else if (!cq->probe_wait || !--cq->probe_wait) {
+		cq->moderate = true;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+/* The guest waited for one held completion: it does not stream. */
+static void nvmet_mdev_cq_moderate_off(struct nvmet_mdev_cq *cq)
+{
+	cq->moderate = false;
+	if (cq->probe_shift < NVMET_MDEV_PROBE_SHIFT_MAX)
+		cq->probe_shift++;
+	cq->probe_wait = 1U << cq->probe_shift;
+}
+
+/* Moderation: whether to signal after @n new entries, else hold them. */
+static bool nvmet_mdev_cq_hold(struct nvmet_mdev_cq *cq, unsigned int n)
+{
+	unsigned int max = min(NVMET_MDEV_HOLD_CQES, cq->size / 2);
+	u64 hold;
+
+	if (cq->nr_coalesced + n >= max) {
+		cq->nr_coalesced = 0;
+		hrtimer_try_to_cancel(&cq->coalesce_timer);
+		return true;
+	}
+	cq->nr_coalesced += n;
+	hold = clamp(2ULL * cq->trap_gap, NVMET_MDEV_HOLD_MIN_NS,
+		     NVMET_MDEV_HOLD_MAX_NS);
+	hrtimer_start(&cq->coalesce_timer, ns_to_ktime(hold),
+		      HRTIMER_MODE_REL);
+	return false;
+}
+
 /* Interrupt coalescing: whether to signal after @n new entries. */
 static bool nvmet_mdev_cq_irq_needed(struct nvmet_mdev_cq *cq, unsigned int n)
 {
@@ -560,8 +629,10 @@ static bool nvmet_mdev_cq_irq_needed(struct nvmet_mdev_cq *cq, unsigned int n)
 
 	if (!cq->irq_enabled || !n)
 		return false;
-	if (!cq->qid || !thr || !time || test_bit(cq->vector, dp->vec_cd))
+	if (!cq->qid || test_bit(cq->vector, dp->vec_cd))
 		return true;
+	if (!thr || !time)
+		return !cq->moderate || nvmet_mdev_cq_hold(cq, n);
 
 	if (cq->nr_coalesced + n > thr) {
 		cq->nr_coalesced = 0;
@@ -580,14 +651,16 @@ static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
 	struct nvmet_mdev_cq *cq =
 		container_of(timer, struct nvmet_mdev_cq, coalesce_timer);
 	unsigned long flags;
-	bool irq;
+	u8 n;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	irq = cq->nr_coalesced;
+	n = cq->nr_coalesced;
 	cq->nr_coalesced = 0;
+	if (n == 1 && cq->moderate)
+		nvmet_mdev_cq_moderate_off(cq);
 	spin_unlock_irqrestore(&cq->lock, flags);
 
-	if (irq)
+	if (n)
 		nvmet_mdev_irq_raise(cq->ctrl, cq->vector);
 	return HRTIMER_NORESTART;
 }
@@ -1385,6 +1458,7 @@ void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off)
 	}
 	/* RUNNING without DEAD keeps the SQ: see nvmet_mdev_sq_free() */
 	rcu_read_unlock();
+	nvmet_mdev_cq_trapped(sq->cq);
 	nvmet_mdev_sq_process(sq, false);
 	/* The guest's next tail write traps again. */
 	nvmet_mdev_eventidx_write(ctrl, idx, sq->head);
