@@ -139,6 +139,8 @@ struct nvmet_mdev_cq {
 	struct hrtimer		coalesce_timer;
 	/* moderation of trapped doorbells' interrupts, see queue.c */
 	bool			moderate;
+	bool			streaming;	/* submits with completions held */
+	bool			deferred;	/* EventIdx left ahead, timer armed */
 	u8			probe_shift;	/* probe every 2^n traps */
 	u16			probe_wait;	/* traps until the next probe */
 	u32			trap_gap;	/* ns between traps, average */

@@ -44,6 +44,13 @@
  * again, the probe failed and the next one comes after twice as many
  * traps.  A guest that configures Interrupt Coalescing gets what it asked.
  *
+ * The traps themselves are the other half of the cost.  Once a guest
+ * streams, a trapped write leaves the SQ's EventIdx NVMET_MDEV_TRAP_EVERY
+ * commands ahead, so only every so many submissions trap, each fetching
+ * all those before it.  When the guest stops submitting, the hold timer
+ * (armed whenever EventIdx is left ahead) wakes the SQ's thread for the
+ * commands that did not reach the next trap, and ends the moderation.
+ *
  * Completions are posted by nvmet_mdev_queue_response() from whatever
  * context nvmet completes in.  When the CQ is full, completions are parked
  * on the CQ and posted by the queue threads once the host moves the CQ head.
@@ -569,6 +576,7 @@ static void nvmet_mdev_cq_post(struct nvmet_mdev_cq *cq,
 #define NVMET_MDEV_HOLD_MIN_NS		(20 * NSEC_PER_USEC)
 #define NVMET_MDEV_HOLD_MAX_NS		(20 * NSEC_PER_MSEC)
 #define NVMET_MDEV_PROBE_SHIFT_MAX	8
+#define NVMET_MDEV_TRAP_EVERY		16
 
 /* A trapped write to the tail doorbell of an SQ of @cq. */
 static void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq)
@@ -584,39 +592,61 @@ static void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq)
 		cq->trap_gap = (3 * (u64)cq->trap_gap + gap) >> 2;
 	if (cq->moderate) {
 		/* Submitting again with completions held: it streams. */
-		if (cq->nr_coalesced)
+		if (cq->nr_coalesced) {
+			cq->streaming = true;
 			cq->probe_shift = 0;
+		}
 	} else if (!cq->probe_wait || !--cq->probe_wait) {
 		cq->moderate = true;
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 }
 
-/* The guest waited for one held completion: it does not stream. */
-static void nvmet_mdev_cq_moderate_off(struct nvmet_mdev_cq *cq)
+/*
+ * End the moderation: the guest stopped submitting (the next trap probes
+ * again) or, @failed, waited for one held completion (it does not stream).
+ */
+static void nvmet_mdev_cq_moderate_off(struct nvmet_mdev_cq *cq, bool failed)
 {
 	cq->moderate = false;
+	cq->streaming = false;
+	if (!failed) {
+		cq->probe_wait = 1;
+		return;
+	}
 	if (cq->probe_shift < NVMET_MDEV_PROBE_SHIFT_MAX)
 		cq->probe_shift++;
 	cq->probe_wait = 1U << cq->probe_shift;
+}
+
+static void nvmet_mdev_cq_arm(struct nvmet_mdev_cq *cq)
+{
+	u64 hold = clamp(2ULL * cq->trap_gap, NVMET_MDEV_HOLD_MIN_NS,
+			 NVMET_MDEV_HOLD_MAX_NS);
+
+	hrtimer_start(&cq->coalesce_timer, ns_to_ktime(hold),
+		      HRTIMER_MODE_REL);
+}
+
+/* Signal now; the timer stays while an EventIdx is ahead.  cq->lock held */
+static void nvmet_mdev_cq_signal(struct nvmet_mdev_cq *cq)
+{
+	cq->nr_coalesced = 0;
+	if (!cq->deferred)
+		hrtimer_try_to_cancel(&cq->coalesce_timer);
 }
 
 /* Moderation: whether to signal after @n new entries, else hold them. */
 static bool nvmet_mdev_cq_hold(struct nvmet_mdev_cq *cq, unsigned int n)
 {
 	unsigned int max = min(NVMET_MDEV_HOLD_CQES, cq->size / 2);
-	u64 hold;
 
 	if (cq->nr_coalesced + n >= max) {
-		cq->nr_coalesced = 0;
-		hrtimer_try_to_cancel(&cq->coalesce_timer);
+		nvmet_mdev_cq_signal(cq);
 		return true;
 	}
 	cq->nr_coalesced += n;
-	hold = clamp(2ULL * cq->trap_gap, NVMET_MDEV_HOLD_MIN_NS,
-		     NVMET_MDEV_HOLD_MAX_NS);
-	hrtimer_start(&cq->coalesce_timer, ns_to_ktime(hold),
-		      HRTIMER_MODE_REL);
+	nvmet_mdev_cq_arm(cq);
 	return false;
 }
 
@@ -635,8 +665,7 @@ static bool nvmet_mdev_cq_irq_needed(struct nvmet_mdev_cq *cq, unsigned int n)
 		return !cq->moderate || nvmet_mdev_cq_hold(cq, n);
 
 	if (cq->nr_coalesced + n > thr) {
-		cq->nr_coalesced = 0;
-		hrtimer_try_to_cancel(&cq->coalesce_timer);
+		nvmet_mdev_cq_signal(cq);
 		return true;
 	}
 	if (!cq->nr_coalesced)
@@ -646,23 +675,85 @@ static bool nvmet_mdev_cq_irq_needed(struct nvmet_mdev_cq *cq, unsigned int n)
 	return false;
 }
 
+/*
+ * Whether the SQs of @cq have commands to fetch; wake their threads if
+ * @kick.  Any context.
+ */
+static bool nvmet_mdev_cq_sqs(struct nvmet_mdev_cq *cq, bool kick)
+{
+	struct nvmet_mdev_dp *dp = cq->ctrl->dp;
+	struct nvmet_mdev_sq *sq;
+	bool work = false;
+	int qid;
+
+	rcu_read_lock();
+	for (qid = 1; qid <= dp->nr_io_queues; qid++) {
+		sq = rcu_dereference(dp->sqs[qid]);
+		if (!sq || sq->cq != cq)
+			continue;
+		if (kick)
+			nvmet_mdev_sq_kick(sq);
+		else
+			work |= nvmet_mdev_sq_has_work(sq);
+	}
+	rcu_read_unlock();
+	return work;
+}
+
 static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
 {
 	struct nvmet_mdev_cq *cq =
 		container_of(timer, struct nvmet_mdev_cq, coalesce_timer);
 	unsigned long flags;
+	bool deferred, rest = false;
 	u8 n;
 
 	spin_lock_irqsave(&cq->lock, flags);
 	n = cq->nr_coalesced;
 	cq->nr_coalesced = 0;
-	if (n == 1 && cq->moderate)
-		nvmet_mdev_cq_moderate_off(cq);
+	deferred = cq->deferred;
+	cq->deferred = false;
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	/* Commands the guest queued without reaching the next trap? */
+	if (deferred)
+		rest = nvmet_mdev_cq_sqs(cq, false);
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (rest)
+		nvmet_mdev_cq_moderate_off(cq, false);
+	else if (n == 1 && cq->moderate)
+		nvmet_mdev_cq_moderate_off(cq, true);
 	spin_unlock_irqrestore(&cq->lock, flags);
 
 	if (n)
 		nvmet_mdev_irq_raise(cq->ctrl, cq->vector);
+	/* The threads fetch the rest, and set EventIdx back to the head. */
+	if (deferred)
+		nvmet_mdev_cq_sqs(cq, true);
 	return HRTIMER_NORESTART;
+}
+
+/*
+ * After a trapped write fetched from @sq: where the guest's next tail
+ * write traps.  The caller holds NVMET_MDEV_SQ_RUNNING.
+ */
+static void nvmet_mdev_sq_trap_next(struct nvmet_mdev_sq *sq)
+{
+	unsigned int every = min(NVMET_MDEV_TRAP_EVERY, sq->size / 2);
+	struct nvmet_mdev_cq *cq = sq->cq;
+	u16 next = sq->head;
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (cq->streaming && every > 1) {
+		next = (next + every - 1) % sq->size;
+		cq->deferred = true;
+		nvmet_mdev_cq_arm(cq);
+	}
+	nvmet_mdev_eventidx_write(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid),
+				  next);
+	spin_unlock_irqrestore(&cq->lock, flags);
 }
 
 /**
@@ -1460,8 +1551,7 @@ void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off)
 	rcu_read_unlock();
 	nvmet_mdev_cq_trapped(sq->cq);
 	nvmet_mdev_sq_process(sq, false);
-	/* The guest's next tail write traps again. */
-	nvmet_mdev_eventidx_write(ctrl, idx, sq->head);
+	nvmet_mdev_sq_trap_next(sq);
 	rcu_read_lock();
 	nvmet_mdev_sq_unlock(sq);	/* a full barrier */
 	if (nvmet_mdev_sq_has_work(sq))
