@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # A nested guest's stock nvme driver gets a working disk: identify data,
-# fio randrw with crc32c verify at 4k (2 jobs of 2 MiB) and 128k (2 jobs of
+# fio randrw with crc32c verify at 4k (3 jobs of 16 MiB) and 128k (2 jobs of
 # 8 MiB), and 1 MiB I/O at MDTS, with shadow doorbells on (large I/O
 # through SGLs) and off (every doorbell through BAR0, PRP lists only:
 # nvme.sgl_threshold=0); the guest's nvme driver logs no error.
@@ -17,7 +17,7 @@ uuid=$(create_mdev 1) || die "create mdev"
 attr=/sys/bus/mdev/devices/$uuid
 # One vCPU: nvme takes at most one write queue (more is "invalid").
 queues="nvme.write_queues=1 nvme.poll_queues=1"
-# Each guest boots (minutes) and does about 2000 verified I/Os.
+# Each guest boots (minutes) and does about 18000 verified I/Os.
 export NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-840}
 
 # Two guests (a nested guest takes minutes to boot here): shadow doorbells
@@ -28,7 +28,7 @@ for sdb in 1 0; do
 	extra=; mode=SGL
 	[ $sdb = 0 ] && extra=" nvme.sgl_threshold=0" mode=PRP
 	out=$(run_guest --mdev "$uuid" --append "$queues$extra" -- \
-		$g identify $size 8 $sdb + fio_verify 4k 2 2 + fio_verify 128k 8 2 + \
+		$g identify $size 8 $sdb + fio_verify 4k 16 3 + fio_verify 128k 8 2 + \
 		big_io + dmesg_clean)
 	rc=$?
 	echo "$out" | grep -aE '^(check:|mdts|oacs|sgls|mn) ' | sed 's/^/# /'

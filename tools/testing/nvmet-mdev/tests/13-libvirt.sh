@@ -31,7 +31,7 @@ tap_ok "... of our type, under our port's parent" nodedev_is_ours
 
 out=$(run_guest --libvirt --mdev "$u" --mem 768M \
 	--append "nvme.write_queues=1 nvme.poll_queues=1" -- \
-	$g identify 134217728 8 1 + fio_verify 4k 2 2 + dmesg_clean)
+	$g identify 134217728 8 1 + fio_verify 4k 16 3 + dmesg_clean)
 rc=$?
 tap_ok "the libvirt guest ran clean (status $rc)" test $rc -eq 0
 guest_checks "libvirt guest" "$out"
