@@ -91,7 +91,8 @@ fio_verify() {
 	# fio_verify BS [MIB_PER_JOB [JOBS]]: randrw with crc32c verify, each
 	# job in its own part of the namespace (default 4 jobs of 16 MiB)
 	local mib=${2:-16} jobs=${3:-4} part rc
-	part=$(( $(ns_bytes) / jobs ))
+	# each part starts on a MiB boundary (O_DIRECT offsets)
+	part=$(( $(ns_bytes) / jobs >> 20 << 20 ))
 	cd /tmp || return
 	fio --name=verify --filename=$dev --direct=1 --ioengine=io_uring \
 		--rw=randrw --bs="$1" --iodepth=16 --numjobs="$jobs" \
