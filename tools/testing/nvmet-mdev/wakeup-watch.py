@@ -15,7 +15,7 @@ injected NMI stayed pending; any new device interrupt woke it at once
 and the kernel went on.
 
 That state cannot exist on real hardware: a halted CPU with interrupts
-enabled takes a deliverable pending interrupt.  So every 3 s this reads
+enabled takes a deliverable pending interrupt.  So every second this reads
 "info registers" and "info lapic"; when two looks in a row see the same
 halted vCPU with IF set, an empty ISR and the same vectors pending in IRR,
 it says so on stderr and sends an ACPI power button event (a device
@@ -82,7 +82,8 @@ def main():
         time.sleep(0.1)
     prev = None
     while True:
-        time.sleep(3)
+        # Well within the soft lockup threshold (20 s).
+        time.sleep(1)
         try:
             cur = frozen_state(path)
             if cur and cur == prev:
