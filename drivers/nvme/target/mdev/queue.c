@@ -581,6 +581,7 @@ static void nvmet_mdev_cq_post(struct nvmet_mdev_cq *cq,
 /* A trapped write to the tail doorbell of an SQ of @cq. */
 static void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq)
 {
+	struct nvmet_mdev_dp *dp = cq->ctrl->dp;
 	u64 now = local_clock(), gap;
 	unsigned long flags;
 
@@ -591,8 +592,12 @@ static void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq)
 	if (gap < NVMET_MDEV_HOLD_MAX_NS)
 		cq->trap_gap = (3 * (u64)cq->trap_gap + gap) >> 2;
 	if (cq->moderate) {
-		/* Submitting again with completions held: it streams. */
-		if (cq->nr_coalesced) {
+		/*
+		 * Submitting again with completions held: it streams (the
+		 * timer is the guest's while it coalesces itself).
+		 */
+		if (cq->nr_coalesced &&
+		    (!READ_ONCE(dp->coal_thr) || !READ_ONCE(dp->coal_time))) {
 			cq->streaming = true;
 			cq->probe_shift = 0;
 		}
