@@ -9,6 +9,21 @@
 here=$(cd "$(dirname "$0")" && pwd)
 
 # In the guest: the mdev is the controller with nvmet's model, "Linux".
+# ns_of MODEL: the namespace block device of the controller with MODEL:
+# nvmeXnY, or with native multipath (nvmet's subsystems allow several
+# controllers) the subsystem's nvmeAnY, whose "device" is the subsystem.
+ns_of() {
+	local b
+	for b in /sys/block/nvme*n1; do
+		case ${b##*/} in *c*) continue ;; esac
+		case "$(cat "$b/device/model")" in "$1"*)
+			echo "${b##*/}"
+			return
+			;;
+		esac
+	done
+}
+
 guest_main() {
 	local c m= q= d n job
 	echo "== guest: nvme list"
@@ -34,12 +49,13 @@ guest_main() {
 	for job in "randread 4k 16" "randwrite 4k 16" "read 128k 8"; do
 		set -- $job
 		echo "== guest: fio $1 bs=$2 iodepth=$3, 10 s each, the mdev then QEMU's NVMe"
-		for c in $m $q; do
-			# The namespace: nvmeXnY, or with native multipath (nvmet's
-			# subsystems allow several controllers) nvmeAnY.
-			n=$(basename "$(ls -d /sys/class/nvme/$c/nvme*n1 2>/dev/null | head -1)")
-			[ -b "/dev/$n" ] || continue
-			printf "%-9s /dev/%-8s " "$([ "$c" = "$m" ] && echo mdev || echo qemu-nvme)" "$n"
+		for c in mdev qemu-nvme; do
+			n=$(ns_of "$([ $c = mdev ] && echo Linux || echo QEMU)")
+			if [ ! -b "/dev/$n" ]; then
+				echo "$c: no namespace found"
+				continue
+			fi
+			printf "%-9s /dev/%-8s " $c "$n"
 			fio --name=demo --filename="/dev/$n" --direct=1 --ioengine=io_uring \
 				--rw="$1" --bs="$2" --iodepth="$3" --runtime=10 --time_based \
 				--output-format=json |
@@ -56,7 +72,7 @@ guest_main() {
 case "${1:-}" in
 --guest) guest_main; exit ;;
 --inside) ;;
-*) exec "$here/vm.sh" --timeout 1200 -- "$here/demo.sh" --inside ;;
+*) exec "$here/vm.sh" --timeout 1800 -- "$here/demo.sh" --inside ;;
 esac
 
 . "$here/lib.sh"
@@ -74,7 +90,9 @@ echo "   and QEMU's own NVMe, -device nvme, on a 1 GiB file on the host VM's tmp
 echo "   (a nested guest under TCG: about two minutes to boot)"
 qargs="-drive file=/tmp/demo-qemu.img,if=none,id=qn,format=raw,cache=none,aio=native"
 qargs+=" -device nvme,drive=qn,serial=demo-qemu-nvme"
-run_guest --mdev "$uuid" --qemu-args "$qargs" \
+# Its boot and six fio runs take minutes; more on a loaded machine.
+NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-1500} \
+	run_guest --mdev "$uuid" --qemu-args "$qargs" \
 	--append "nvme.write_queues=1 nvme.poll_queues=1" -- \
 	"$here/demo.sh" --guest > /tmp/demo-guest.out 2>/dev/null
 rc=$?
