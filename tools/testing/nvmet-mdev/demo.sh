@@ -25,13 +25,12 @@ ns_of() {
 }
 
 guest_main() {
-	local c m= q= d n job
+	local c m='' d n job
 	echo "== guest: nvme list"
 	nvme list
 	for c in /sys/class/nvme/nvme*; do
 		case "$(cat "$c/model")" in
 		Linux*) m=${c##*/} ;;
-		QEMU*) q=${c##*/} ;;
 		esac
 	done
 	echo "== guest: nvme id-ctrl /dev/$m, the mdev (highlights)"
@@ -47,6 +46,7 @@ guest_main() {
 			"$(cat "$d/subsystem_vendor"):$(cat "$d/subsystem_device")"
 	done
 	for job in "randread 4k 16" "randwrite 4k 16" "read 128k 8"; do
+		# shellcheck disable=SC2086 # three words
 		set -- $job
 		echo "== guest: fio $1 bs=$2 iodepth=$3, 10 s each, the mdev then QEMU's NVMe"
 		for c in mdev qemu-nvme; do
