@@ -680,29 +680,43 @@ static bool nvmet_mdev_cq_irq_needed(struct nvmet_mdev_cq *cq, unsigned int n)
 	return false;
 }
 
-/*
- * Whether the SQs of @cq have commands to fetch; wake their threads if
- * @kick.  Any context.
- */
-static bool nvmet_mdev_cq_sqs(struct nvmet_mdev_cq *cq, bool kick)
+/* The I/O SQ @qid if it posts to @cq, else NULL.  Under rcu_read_lock(). */
+static struct nvmet_mdev_sq *nvmet_mdev_cq_sq(struct nvmet_mdev_cq *cq, int qid)
 {
-	struct nvmet_mdev_dp *dp = cq->ctrl->dp;
+	struct nvmet_mdev_sq *sq = rcu_dereference(cq->ctrl->dp->sqs[qid]);
+
+	return sq && sq->cq == cq ? sq : NULL;
+}
+
+/* Whether an SQ posting to @cq has commands to fetch.  Any context. */
+static bool nvmet_mdev_cq_sqs_pending(struct nvmet_mdev_cq *cq)
+{
 	struct nvmet_mdev_sq *sq;
-	bool work = false;
+	bool pending = false;
 	int qid;
 
 	rcu_read_lock();
-	for (qid = 1; qid <= dp->nr_io_queues; qid++) {
-		sq = rcu_dereference(dp->sqs[qid]);
-		if (!sq || sq->cq != cq)
-			continue;
-		if (kick)
-			nvmet_mdev_sq_kick(sq);
-		else
-			work |= nvmet_mdev_sq_has_work(sq);
+	for (qid = 1; qid <= cq->ctrl->dp->nr_io_queues && !pending; qid++) {
+		sq = nvmet_mdev_cq_sq(cq, qid);
+		pending = sq && nvmet_mdev_sq_has_work(sq);
 	}
 	rcu_read_unlock();
-	return work;
+	return pending;
+}
+
+/* Wake the threads of the SQs posting to @cq.  Any context. */
+static void nvmet_mdev_cq_kick_sqs(struct nvmet_mdev_cq *cq)
+{
+	struct nvmet_mdev_sq *sq;
+	int qid;
+
+	rcu_read_lock();
+	for (qid = 1; qid <= cq->ctrl->dp->nr_io_queues; qid++) {
+		sq = nvmet_mdev_cq_sq(cq, qid);
+		if (sq)
+			nvmet_mdev_sq_kick(sq);
+	}
+	rcu_read_unlock();
 }
 
 static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
@@ -722,7 +736,7 @@ static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
 
 	/* Commands the guest queued without reaching the next trap? */
 	if (deferred)
-		rest = nvmet_mdev_cq_sqs(cq, false);
+		rest = nvmet_mdev_cq_sqs_pending(cq);
 
 	spin_lock_irqsave(&cq->lock, flags);
 	if (rest)
@@ -735,7 +749,7 @@ static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
 		nvmet_mdev_irq_raise(cq->ctrl, cq->vector);
 	/* The threads fetch the rest, and set EventIdx back to the head. */
 	if (deferred)
-		nvmet_mdev_cq_sqs(cq, true);
+		nvmet_mdev_cq_kick_sqs(cq);
 	return HRTIMER_NORESTART;
 }
 
