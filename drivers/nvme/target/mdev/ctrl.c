@@ -218,9 +218,11 @@ void nvmet_mdev_ctrl_disable(struct nvmet_mdev_ctrl *ctrl, bool shutdown)
 		ctrl->tctrl = NULL;
 		nvmet_ctrl_put(tctrl);
 	}
-	if (shutdown)
+	if (shutdown) {
 		nvmet_mdev_csts_set(ctrl, NVME_CSTS_SHST_CMPLT,
 				    NVME_CSTS_SHST_MASK);
+		nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_SHUTDOWNS, 1);
+	}
 }
 
 static void nvmet_mdev_delete_work(struct work_struct *work)

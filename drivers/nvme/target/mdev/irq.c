@@ -113,11 +113,14 @@ void nvmet_mdev_irq_raise(struct nvmet_mdev_ctrl *ctrl, u16 vector)
 	spin_lock_irqsave(&irqs->lock, flags);
 	switch (irqs->mode) {
 	case VFIO_PCI_MSIX_IRQ_INDEX:
-		if (vector < NVMET_MDEV_MAX_VECTORS && irqs->msix[vector])
+		if (vector < NVMET_MDEV_MAX_VECTORS && irqs->msix[vector]) {
 			eventfd_signal(irqs->msix[vector]);
+			nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_IRQS, 1);
+		}
 		break;
 	case VFIO_PCI_INTX_IRQ_INDEX:
 		nvmet_mdev_intx_raise(ctrl);
+		nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_IRQS, 1);
 		break;
 	default:
 		break;

@@ -20,6 +20,7 @@ static int __init nvmet_mdev_init(void)
 	ret = nvmet_mdev_port_init();
 	if (ret)
 		return ret;
+	nvmet_mdev_debugfs_init();
 
 	ret = nvmet_mdev_register_driver();
 	if (ret)
@@ -34,6 +35,7 @@ static int __init nvmet_mdev_init(void)
 out_unregister_driver:
 	nvmet_mdev_unregister_driver();
 out_port_exit:
+	nvmet_mdev_debugfs_exit();
 	nvmet_mdev_port_exit();
 	return ret;
 }
@@ -43,6 +45,7 @@ static void __exit nvmet_mdev_exit(void)
 	/* Enabled ports hold a module reference: none is left here. */
 	nvmet_unregister_transport(&nvmet_mdev_fabrics_ops);
 	nvmet_mdev_unregister_driver();
+	nvmet_mdev_debugfs_exit();
 	nvmet_mdev_port_exit();
 }
 

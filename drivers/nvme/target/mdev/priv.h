@@ -15,6 +15,7 @@
  *   mem.c      guest memory: pin cache, dma_unmap, ring mappings
  *   prp.c      PRP and SGL translation into scatterlists over guest pages
  *   dbbuf.c    shadow doorbells (Doorbell Buffer Config) and EventIdx
+ *   debugfs.c  per-mdev event counters
  */
 #ifndef _NVMET_MDEV_PRIV_H
 #define _NVMET_MDEV_PRIV_H
@@ -24,6 +25,7 @@
 #include <linux/nvme.h>
 #include <linux/nvmet-mdev.h>
 #include <linux/pci_regs.h>
+#include <linux/percpu.h>
 #include <linux/vfio.h>
 #include <linux/xarray.h>
 
@@ -135,6 +137,29 @@ bool nvmet_mdev_irq_request(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_irq_unmasked(struct nvmet_mdev_ctrl *ctrl);
 
 /* ------------------------------------------------------------------ */
+/* debugfs.c: event counters                                           */
+
+enum nvmet_mdev_stat {
+	NVMET_MDEV_STAT_COMMANDS,		/* SQ entries fetched */
+	NVMET_MDEV_STAT_SHADOW_COMMANDS,	/* ... of them via a shadow doorbell */
+	NVMET_MDEV_STAT_TRAPPED_WRITES,		/* doorbell writes the VMM trapped */
+	NVMET_MDEV_STAT_IRQS,			/* interrupts signalled */
+	NVMET_MDEV_STAT_ENABLES,		/* CSTS.RDY set */
+	NVMET_MDEV_STAT_SHUTDOWNS,		/* CSTS.SHST complete set */
+	NVMET_MDEV_NR_STATS
+};
+
+struct nvmet_mdev_stats {
+	unsigned long	val[NVMET_MDEV_NR_STATS];
+};
+
+void nvmet_mdev_stats_reset(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_debugfs_add(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_debugfs_remove(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_debugfs_init(void);
+void nvmet_mdev_debugfs_exit(void);
+
+/* ------------------------------------------------------------------ */
 /* The controller: one per mdev                                        */
 
 struct nvmet_mdev_ctrl {
@@ -182,7 +207,18 @@ struct nvmet_mdev_ctrl {
 	} regs;
 	/* queues, pins, shadow doorbells: see datapath.h */
 	struct nvmet_mdev_dp	*dp;
+
+	struct nvmet_mdev_stats __percpu *stats;	/* debugfs.c */
+	struct dentry		*debugfs;
 };
+
+/* Count @n events of kind @stat; any context. */
+static inline void nvmet_mdev_stat_add(struct nvmet_mdev_ctrl *ctrl,
+				       enum nvmet_mdev_stat stat,
+				       unsigned long n)
+{
+	this_cpu_add(ctrl->stats->val[stat], n);
+}
 
 static inline struct nvmet_mdev_ctrl *vdev_to_ctrl(struct vfio_device *vdev)
 {

@@ -447,6 +447,8 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread)
 {
 	struct nvmet_mdev_ctrl *ctrl = sq->ctrl;
 	struct nvmet_mdev_iod *iod;
+	/* Where nvmet_mdev_db_read() looks, for the counters. */
+	bool shadow = sq->qid && READ_ONCE(ctrl->dp->sdb);
 	u32 tail;
 	u16 head = sq->head;
 	int n = 0;
@@ -491,6 +493,9 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread)
 	/* Hosts using shadow doorbells for the admin SQ must ring BAR0. */
 	if (!sq->qid)
 		nvmet_mdev_eventidx_write(ctrl, nvmet_mdev_sq_db_idx(0), head);
+	nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_COMMANDS, n);
+	if (shadow)
+		nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_SHADOW_COMMANDS, n);
 	return n;
 }
 
@@ -944,10 +949,12 @@ static int nvmet_mdev_sq_thread(void *data)
 	/* The admin queues are mapped before the controller is ready. */
 	if (!sq->qid) {
 		if (nvmet_mdev_cq_remap(sq, false) ||
-		    nvmet_mdev_sq_remap(sq, false))
+		    nvmet_mdev_sq_remap(sq, false)) {
 			WRITE_ONCE(sq->broken, true);
-		else
+		} else {
 			nvmet_mdev_csts_set(ctrl, NVME_CSTS_RDY, 0);
+			nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_ENABLES, 1);
+		}
 	}
 
 	while (!kthread_should_stop()) {
@@ -1544,6 +1551,7 @@ void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off)
 	u16 qid = idx / 2;
 	struct nvmet_mdev_sq *sq;
 
+	nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_TRAPPED_WRITES, 1);
 	if ((idx & 1) || !qid || qid > NVMET_MDEV_MAX_IO_QUEUES)
 		return;
 

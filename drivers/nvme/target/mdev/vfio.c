@@ -356,6 +356,9 @@ static int nvmet_mdev_init_dev(struct vfio_device *vdev)
 
 	ctrl->mdev = mdev;
 	ctrl->port = container_of(mdev->type, struct nvmet_mdev_port, type);
+	ctrl->stats = alloc_percpu(struct nvmet_mdev_stats);
+	if (!ctrl->stats)
+		return -ENOMEM;
 	mutex_init(&ctrl->lock);
 	nvmet_mdev_irq_init(ctrl);
 
@@ -382,6 +385,7 @@ static int nvmet_mdev_init_dev(struct vfio_device *vdev)
 
 out_destroy:
 	mutex_destroy(&ctrl->lock);
+	free_percpu(ctrl->stats);
 	return ret;
 }
 
@@ -391,6 +395,7 @@ static void nvmet_mdev_release_dev(struct vfio_device *vdev)
 
 	nvmet_mdev_ctrl_uninit(ctrl);
 	mutex_destroy(&ctrl->lock);
+	free_percpu(ctrl->stats);
 }
 
 static int nvmet_mdev_open_device(struct vfio_device *vdev)
@@ -401,6 +406,7 @@ static int nvmet_mdev_open_device(struct vfio_device *vdev)
 	mutex_lock(&ctrl->lock);
 	/* Tunables may have changed since probe: power up afresh. */
 	nvmet_mdev_pci_init(ctrl);
+	nvmet_mdev_stats_reset(ctrl);
 	switch (ctrl->params.doorbell_mmap) {
 	case NVMET_MDEV_DB_MMAP_AUTO:
 		/* Polling threads need a CPU the guest does not use. */
@@ -785,6 +791,7 @@ static int nvmet_mdev_probe(struct mdev_device *mdev)
 		vfio_put_device(&ctrl->vdev);
 		return ret;
 	}
+	nvmet_mdev_debugfs_add(ctrl);
 	return 0;
 }
 
@@ -794,6 +801,7 @@ static void nvmet_mdev_remove(struct mdev_device *mdev)
 
 	/* Blocks until the user closed the device; see ->request. */
 	vfio_unregister_group_dev(&ctrl->vdev);
+	nvmet_mdev_debugfs_remove(ctrl);
 	dev_set_drvdata(&mdev->dev, NULL);
 	vfio_put_device(&ctrl->vdev);
 }
