@@ -170,10 +170,13 @@ start_libvirtd() {
 # short command takes about 2 minutes from QEMU's start to its power-off
 # in the 1-vCPU host VM (its firmware, kernel and init all run
 # TCG-emulated, and each exec costs it seconds); its I/O on a loaded
-# machine is what the 15 minutes leave room for.
+# machine is what the 15 minutes leave room for.  The guest's nvme driver
+# does not retry failed commands (nvme_core.max_retries=0): a device error
+# fails the I/O that met it instead of passing unseen; a test that wants
+# retries appends its own value.
 run_guest() {
 	"$NVMET_MDEV_HARNESS/vm.sh" --guest --timeout "${NVMET_MDEV_GUEST_TIMEOUT:-900}" \
-		--echo-prefix 'guest| ' "$@"
+		--echo-prefix 'guest| ' --append nvme_core.max_retries=0 "$@"
 }
 
 # A guest command (for bash -c) printing "pci VENDOR DEVICE CLASS" per PCI
@@ -183,6 +186,29 @@ pci_list_cmd='for d in /sys/bus/pci/devices/*; do
 	read -r v < "$d/vendor"; read -r i < "$d/device"; read -r c < "$d/class"
 	echo "pci $v $i $c"
 done'
+
+# mdev_stat UUID NAME: an event counter of the mdev (since it was last
+# opened; debugfs, see Documentation/nvme/mdev.rst).
+mdev_stat() {
+	local name val
+	while read -r name val; do
+		[ "$name" = "$2" ] && echo "$val" && return 0
+	done < "/sys/kernel/debug/nvmet-mdev/$1/stats"
+	return 1
+}
+
+# guest_shutdown PREFIX UUID OUTPUT: after a guest's power-off, the mdev
+# counted one completed shutdown (CC.SHN) and the guest's console shows no
+# aborted one (the nvme driver shuts down after the guest's dmesg dump).
+guest_shutdown() {
+	local n aborted=0
+	n=$(mdev_stat "$2" shutdowns)
+	tap_ok "$1: the guest shut the controller down at power-off ($n)" \
+		test "$n" = 1
+	[[ $3 == *"Device not ready; aborting shutdown"* ]] && aborted=1
+	tap_ok "$1: no aborted shutdown on the guest's console" \
+		test $aborted -eq 0
+}
 
 # guest_checks PREFIX OUTPUT: TAP results from a guest's "check:" lines.
 guest_checks() {

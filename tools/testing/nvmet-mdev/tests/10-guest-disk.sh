@@ -6,7 +6,8 @@
 # shadow doorbells) and 128k (2 jobs of 8 MiB), and 1 MiB I/O at MDTS, with
 # shadow doorbells on (large I/O through SGLs) and off (every doorbell
 # through BAR0, PRP lists only: nvme.sgl_threshold=0); the guest's nvme
-# driver logs no error.
+# driver logs no error; the mdev counts commands through the shadow doorbells
+# only when they are on, and the guest's shutdown.
 # timeout: 1800
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
@@ -38,6 +39,18 @@ for sdb in 1 0; do
 	echo "$out" | grep -aE '^(check:|mdts|oacs|sgls|mn) ' | sed 's/^/# /'
 	tap_ok "shadow_doorbells=$sdb, 1 MiB I/O via $mode: guest run clean (status $rc)" test $rc -eq 0
 	guest_checks "shadow_doorbells=$sdb" "$out"
+	guest_shutdown "shadow_doorbells=$sdb" "$uuid" "$out"
+	sed 's/^/# stats: /' "/sys/kernel/debug/nvmet-mdev/$uuid/stats"
+	all=$(mdev_stat "$uuid" commands)
+	n=$(mdev_stat "$uuid" shadow_doorbell_commands)
+	if [ $sdb = 1 ]; then
+		# All but the admin commands.
+		tap_ok "shadow_doorbells=1: most commands came through shadow doorbells ($n of $all)" \
+			test $((2 * n)) -gt "$all"
+	else
+		tap_ok "shadow_doorbells=0: no command came through a shadow doorbell ($n of $all)" \
+			test "$n" = 0 -a "$all" -gt 0
+	fi
 done
 remove_mdev "$uuid"
 teardown_nvmet

@@ -14,13 +14,17 @@ setup_default 1 $nqn /tmp/ns1.img 256M || die "nvmet setup"
 modprobe nvmet-mdev || die "modprobe"
 uuid=$(create_mdev 1) || die "create mdev"
 
-out=$(run_guest --mdev "$uuid" -- $g mkfs_write)
-tap_ok "first boot clean (status $?)" test $? -eq 0
+out=$(run_guest --mdev "$uuid" -- $g mkfs_write + dmesg_clean)
+rc=$?
+tap_ok "first boot clean (status $rc)" test $rc -eq 0
 guest_checks "first boot" "$out"
+guest_shutdown "first boot" "$uuid" "$out"
 echo on > /sys/bus/mdev/devices/$uuid/doorbell_mmap || die "set doorbell_mmap"
 out=$(run_guest --mdev "$uuid" -- $g mount_check + dmesg_clean)
-tap_ok "second boot clean (status $?)" test $? -eq 0
+rc=$?
+tap_ok "second boot clean (status $rc)" test $rc -eq 0
 guest_checks "second boot" "$out"
+guest_shutdown "second boot" "$uuid" "$out"
 
 remove_mdev "$uuid"
 teardown_nvmet

@@ -48,12 +48,12 @@ rm -rf /tmp/g1 /tmp/g2
 mkdir -p /tmp/g1 /tmp/g2
 TMPDIR=/tmp/g1 NVMET_MDEV_GUEST_TIMEOUT=$((3 * NVMET_MDEV_GUEST_TIMEOUT + 600)) \
 	run_guest --mdev "$u1" --mem 768M -- \
-	$g meet + fio_verify 4k 16 3 > /tmp/g1.out 2>/dev/null &
+	$g meet + fio_verify 4k 16 3 + dmesg_clean > /tmp/g1.out 2>/dev/null &
 p1=$!
 wait_up /tmp/g1 $p1
 TMPDIR=/tmp/g2 NVMET_MDEV_GUEST_TIMEOUT=$((2 * NVMET_MDEV_GUEST_TIMEOUT)) \
 	run_guest --mdev "$u2" --mem 768M --append pci=nomsi -- \
-	$g meet + fio_verify 4k 16 3 + intx + ids 0x1d1d 0x1af4 \
+	$g meet + fio_verify 4k 16 3 + intx + ids 0x1d1d 0x1af4 + dmesg_clean \
 	> /tmp/g2.out 2>/dev/null &
 p2=$!
 wait_up /tmp/g2 $p2
@@ -71,6 +71,8 @@ tap_ok "guest 1 clean (status $r1)" test $r1 -eq 0
 guest_checks "guest 1" "$(cat /tmp/g1.out)"
 tap_ok "guest 2 clean (status $r2)" test $r2 -eq 0
 guest_checks "guest 2" "$(cat /tmp/g2.out)"
+guest_shutdown "guest 1" "$u1" "$(cat /tmp/g1.out)"
+guest_shutdown "guest 2" "$u2" "$(cat /tmp/g2.out)"
 
 tap_ok "remove mdev 1" remove_mdev "$u1"
 tap_ok "re-create it" test "$(create_mdev 1 "$u1")" = "$u1"

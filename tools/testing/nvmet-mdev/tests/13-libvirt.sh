@@ -35,6 +35,7 @@ out=$(run_guest --libvirt --mdev "$u" --mem 768M \
 rc=$?
 tap_ok "the libvirt guest ran clean (status $rc)" test $rc -eq 0
 guest_checks "libvirt guest" "$out"
+guest_shutdown "libvirt guest" "$u" "$out"
 tap_ok "the domain is gone after the guest powered off" \
 	test -z "$("${virsh[@]}" list --all --name)"
 tap_ok "the mdev can be removed afterwards" remove_mdev "$u"

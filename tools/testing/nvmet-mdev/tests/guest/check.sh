@@ -11,9 +11,17 @@ set -u
 # kernel and QEMU run in the TCG-emulated host VM), so one check.sh runs
 # all of a guest's steps, and the checks themselves use bash builtins:
 # each step below execs only the tool it exercises (nvme, fio, dd, ...).
+# The script exits with 1 if any check failed (and 0 otherwise), so that a
+# failure the host cannot parse from the console still fails the run.
+failed=0
 check() {
 	local what=$1; shift
-	if "$@"; then echo "check: ok: $what"; else echo "check: fail: $what"; fi
+	if "$@"; then
+		echo "check: ok: $what"
+	else
+		echo "check: fail: $what"
+		failed=1
+	fi
 }
 dev=/dev/nvme0n1
 ctrl=/sys/class/nvme/nvme0
@@ -129,11 +137,13 @@ intx() {
 }
 
 dmesg_clean() {
-	# dmesg_clean: the nvme driver ("nvme nvmeN: ...") and the block
-	# layer ("... dev nvmeNn1 ...") logged no timeout, error or reset
+	# dmesg_clean: the nvme driver ("nvme nvmeN: ...", and its command
+	# errors "nvmeN: Identify(0x6), ... (sct 0x0 / sc 0x2)" and
+	# "nvmeNcMnK: Read(0x2) @ LBA ...") and the block layer ("... dev
+	# nvmeNn1 ...") logged no timeout, error, reset or fallback
 	local line bad=
-	local who='nvme nvme[0-9]+: |dev nvme[0-9]'
-	local what='timeout|error|fail|reset|abort|disabl|dead|remov'
+	local who='nvme nvme[0-9]+: |dev nvme[0-9]|\] nvme[0-9]+(c[0-9]+)?(n[0-9]+)?: '
+	local what='timeout|error|fail|reset|abort|disabl|dead|remov|unable|not ready|sct 0x'
 	dmesg > /tmp/dmesg
 	while IFS= read -r line; do
 		[[ $line =~ $who && ${line,,} =~ $what ]] || continue
@@ -196,6 +206,6 @@ for a in "${steps[@]}"; do
 		args+=("$a")
 	fi
 done
-# Results are the "check:" lines; a clean shutdown of the controller
-# (CC.SHN) happens at power-off.
-exit 0
+# Results are the "check:" lines and the status; the controller's shutdown
+# (CC.SHN) at power-off is checked by the host.
+exit $failed
