@@ -136,6 +136,49 @@ intx() {
 	check "INTx interrupts were delivered ($n)" test "$n" -gt 0
 }
 
+# io_irqs: the interrupts the controller's I/O queues have raised so far
+# (the /proc/interrupts lines of nvme0q1, nvme0q2, ...).
+io_irqs() {
+	local line fields i n=0
+	while IFS= read -r line; do
+		[[ $line == *nvme0q[1-9]* ]] || continue
+		read -ra fields <<<"$line"
+		for ((i = 1; i < ${#fields[@]}; i++)); do
+			[[ ${fields[i]} =~ ^[0-9]+$ ]] || break
+			n=$((n + fields[i]))
+		done
+	done < /proc/interrupts
+	echo $n
+}
+
+moderated() {
+	# moderated: a guest that keeps its queue full (4k randread at QD32)
+	# gets far fewer interrupts than I/Os (under one per 4 I/Os), one that
+	# waits for each command (QD1) still gets about one per I/O
+	local qd mib ios irqs rc
+	for qd in 32 1; do
+		mib=$(( qd > 1 ? 8 : 1 ))
+		ios=$((mib * 256))
+		irqs=$(io_irqs)
+		fio --name=moderated --filename=$dev --direct=1 \
+			--ioengine=io_uring --rw=randread --bs=4k \
+			--iodepth=$qd --size=${mib}M --output-format=terse \
+			--terse-version=3 --output=/tmp/fio.out > /tmp/fio.err 2>&1
+		rc=$?
+		irqs=$(( $(io_irqs) - irqs ))
+		print_file /tmp/fio.err
+		echo "moderated: QD$qd: $ios I/Os, $irqs interrupts"
+		check "fio randread QD$qd: status $rc" test $rc -eq 0
+		if [ "$qd" -gt 1 ]; then
+			check "QD$qd: under one interrupt per 4 I/Os ($irqs for $ios)" \
+				test $((irqs * 4)) -lt "$ios"
+		else
+			check "QD$qd: an interrupt for most I/Os ($irqs for $ios)" \
+				test $((irqs * 4)) -ge $((ios * 3))
+		fi
+	done
+}
+
 dmesg_clean() {
 	# dmesg_clean: the nvme driver ("nvme nvmeN: ...", and its command
 	# errors "nvmeN: Identify(0x6), ... (sct 0x0 / sc 0x2)" and
