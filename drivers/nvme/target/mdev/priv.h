@@ -146,6 +146,9 @@ enum nvmet_mdev_stat {
 	NVMET_MDEV_STAT_IRQS,			/* interrupts signalled */
 	NVMET_MDEV_STAT_ENABLES,		/* CSTS.RDY set */
 	NVMET_MDEV_STAT_SHUTDOWNS,		/* CSTS.SHST complete set */
+	NVMET_MDEV_STAT_PROBES,			/* traps that held completions */
+	NVMET_MDEV_STAT_PROBES_FAILED,		/* ... and the guest waited */
+	NVMET_MDEV_STAT_DEFERRED_TRAPS,		/* traps leaving EventIdx ahead */
 	NVMET_MDEV_NR_STATS
 };
 

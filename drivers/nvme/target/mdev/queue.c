@@ -608,6 +608,7 @@ static void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq)
 		}
 	} else if (!cq->probe_wait || !--cq->probe_wait) {
 		cq->moderate = true;
+		nvmet_mdev_stat_add(cq->ctrl, NVMET_MDEV_STAT_PROBES, 1);
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 }
@@ -744,10 +745,12 @@ static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
 		rest = nvmet_mdev_cq_sqs_pending(cq);
 
 	spin_lock_irqsave(&cq->lock, flags);
-	if (rest)
+	if (rest) {
 		nvmet_mdev_cq_moderate_off(cq, false);
-	else if (n == 1 && cq->moderate)
+	} else if (n == 1 && cq->moderate) {
 		nvmet_mdev_cq_moderate_off(cq, true);
+		nvmet_mdev_stat_add(cq->ctrl, NVMET_MDEV_STAT_PROBES_FAILED, 1);
+	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 
 	if (n)
@@ -774,6 +777,7 @@ static void nvmet_mdev_sq_trap_next(struct nvmet_mdev_sq *sq)
 		next = (next + every - 1) % sq->size;
 		cq->deferred = true;
 		nvmet_mdev_cq_arm(cq);
+		nvmet_mdev_stat_add(cq->ctrl, NVMET_MDEV_STAT_DEFERRED_TRAPS, 1);
 	}
 	nvmet_mdev_eventidx_write(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid),
 				  next);
