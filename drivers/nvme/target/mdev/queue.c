@@ -37,9 +37,13 @@
  * expensive part of an I/O when the CPU is shared.  A guest that streams
  * (submits again while completions are outstanding) gets its interrupts
  * moderated instead: completions are held until the guest stops submitting
- * for twice its usual gap between trapped writes, or until
- * NVMET_MDEV_HOLD_CQES are held.  Whether a guest streams shows by trying:
- * a trap that finds the CQ not moderated holds its completions (a probe);
+ * for four times its usual gap between trapped writes, or until
+ * NVMET_MDEV_HOLD_CQES are held.  The gap is what the guest's submission
+ * path costs, so it is measured, not assumed: a nested or overcommitted
+ * guest takes tens of milliseconds per exit, and a hold shorter than its
+ * gaps would signal every completion (and cost it the interrupt) anyway.
+ * Whether a guest streams shows by trying: a trap that finds the CQ not
+ * moderated holds its completions (a probe);
  * when the guest waits for a single held completion instead of submitting
  * again, the probe failed and the next one comes after twice as many
  * traps.  A guest that configures Interrupt Coalescing gets what it asked.
@@ -579,7 +583,9 @@ static void nvmet_mdev_cq_post(struct nvmet_mdev_cq *cq,
 /* Interrupt moderation of trapped doorbells (see the top of this file). */
 #define NVMET_MDEV_HOLD_CQES		32
 #define NVMET_MDEV_HOLD_MIN_NS		(20 * NSEC_PER_USEC)
-#define NVMET_MDEV_HOLD_MAX_NS		(20 * NSEC_PER_MSEC)
+#define NVMET_MDEV_HOLD_MAX_NS		(100 * NSEC_PER_MSEC)
+/* Longer gaps between traps are pauses, not the pace of a stream. */
+#define NVMET_MDEV_PACE_MAX_NS		(NVMET_MDEV_HOLD_MAX_NS / 2)
 #define NVMET_MDEV_PROBE_SHIFT_MAX	8
 #define NVMET_MDEV_TRAP_EVERY		16
 
@@ -593,8 +599,7 @@ static void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq)
 	spin_lock_irqsave(&cq->lock, flags);
 	gap = now - cq->last_trap;
 	cq->last_trap = now;
-	/* Longer gaps are pauses, not the pace of a stream. */
-	if (gap < NVMET_MDEV_HOLD_MAX_NS)
+	if (gap < NVMET_MDEV_PACE_MAX_NS)
 		cq->trap_gap = (3 * (u64)cq->trap_gap + gap) >> 2;
 	if (cq->moderate) {
 		/*
@@ -632,7 +637,7 @@ static void nvmet_mdev_cq_moderate_off(struct nvmet_mdev_cq *cq, bool failed)
 
 static void nvmet_mdev_cq_arm(struct nvmet_mdev_cq *cq)
 {
-	u64 hold = clamp(2ULL * cq->trap_gap, NVMET_MDEV_HOLD_MIN_NS,
+	u64 hold = clamp(4ULL * cq->trap_gap, NVMET_MDEV_HOLD_MIN_NS,
 			 NVMET_MDEV_HOLD_MAX_NS);
 
 	hrtimer_start(&cq->coalesce_timer, ns_to_ktime(hold),
