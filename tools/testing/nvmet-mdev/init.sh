@@ -65,6 +65,43 @@ if [[ " $cmdline " == *" nvmet_mdev.interactive=1 "* ]]; then
 	finish
 fi
 
+# near_timeout: what the host VM's nested guests and mdevs are doing, said
+# three minutes before vm.sh's timeout kills the host VM (and with it the
+# guests' consoles, which live in its tmpfs): each guest's vCPUs (see
+# vm-state.py; up to a minute per guest beside a busy one), the last lines
+# of its console, and the mdevs' counters.
+near_timeout() {
+	local here=${0%/*} d c n v line
+	echo "init.sh: the command is near its timeout; its nested guests and mdevs:"
+	for c in /tmp/nvmet-mdev-vm.*/console /tmp/*/nvmet-mdev-vm.*/console; do
+		[ -f "$c" ] || continue
+		d=${c%/console}
+		d=${d#/tmp/}
+		[ -S "/tmp/$d/qmp.sock" ] &&
+			"$here/vm-state.py" "/tmp/$d/qmp.sock" \
+				"$here/../../../build/obj-guest/System.map" "init.sh: $d: "
+		tail -n 8 "$c" | sed "s|^|init.sh: $d console: |"
+	done
+	for c in /sys/kernel/debug/nvmet-mdev/*/stats; do
+		[ -r "$c" ] || continue
+		line=
+		while read -r n v; do line="$line $n=$v"; done < "$c"
+		d=${c%/stats}
+		echo "init.sh: mdev ${d##*/}:$line"
+	done
+}
+if [[ " $cmdline " != *" nvmet_mdev.guest=1 "* ]] &&
+   read -r t 2>/dev/null < /run/nvmet-mdev/timeout; then
+	(
+		# vm.sh's timeout runs from QEMU's start, this from init's.
+		read -r up _ < /proc/uptime
+		up=${up%.*}
+		mkfifo /run/near-timeout && exec {fd}<>/run/near-timeout
+		read -r -t $((t > 540 ? t - 180 - up : t * 2 / 3 - up)) -u "$fd"
+		near_timeout
+	) &
+fi
+
 # The command in a subshell, not a new bash: an exec costs a nested guest
 # seconds.  vm.sh takes an empty rc (the VM died while writing it) as none.
 cd /run/nvmet-mdev || finish

@@ -179,6 +179,21 @@ run_guest() {
 		--echo-prefix 'guest| ' --append nvme_core.max_retries=0 "$@"
 }
 
+# guest_stuck DIR WHAT: the nested guests whose vm.sh run directories are
+# in DIR (their TMPDIR) have not done what they should have by now: say
+# where their vCPUs are and what their consoles last said, and stop them.
+guest_stuck() {
+	local d
+	for d in "$1"/nvmet-mdev-vm.*; do
+		[ -d "$d" ] || continue
+		echo "# $2: the guest's vCPUs and the end of its console:"
+		"$NVMET_MDEV_HARNESS/vm-state.py" "$d/qmp.sock" \
+			"$NVMET_MDEV_TOP/build/obj-guest/System.map" "# $2: "
+		tail -n 20 "$d/console" | sed "s/^/# $2 console: /"
+		pkill -f -- "path=$d,security_model"
+	done
+}
+
 # A guest command (for bash -c) printing "pci VENDOR DEVICE CLASS" per PCI
 # function, with builtins only: each exec costs a nested guest seconds.
 # shellcheck disable=SC2016

@@ -105,6 +105,7 @@ report() {
 		echo "#   QEMU lost a wake-up of the host VM $k time(s); recovered (see README)"
 		wakeups=$((wakeups + k))
 	fi
+	grep -a "^vm.sh: QEMU's lost wake-up left" "$log" | sed 's/^/#   /'
 	if [ "$f" -gt 0 ]; then
 		echo "not ok $n $name (status $rc, ${secs}s; log: ${log#"$top"/})"
 		echo "#   last lines of the log:"

@@ -261,13 +261,36 @@ libvirt_guest() {
 	return $rc
 }
 
+# The kernel's System.map, for wakeup-watch.py and vm-state.py.
+case $kernel in
+"$top/build/bzImage") sysmap=$top/build/obj/System.map ;;
+"$top/build/guest-bzImage") sysmap=$top/build/obj-guest/System.map ;;
+*) sysmap=$(dirname "$kernel")/System.map ;;
+esac
+watch= state=
+if [ $libvirt -eq 0 ]; then
+	args+=(-qmp "unix:$run/qmp.sock,server=on,wait=off")
+	# A VM still running shortly before its timeout: say where its vCPUs
+	# are (vm-state.py), so that a hang leaves evidence in the log, not
+	# only "the VM died".  In the host VM, python's start and the
+	# monitor take tens of seconds beside a busy guest.  Waiting with a
+	# builtin read, not sleep: an exec there costs a nested guest time.
+	echo "$timeout" > "$run/timeout"
+	mkfifo "$run/state.fifo"
+	(
+		m=$((guest ? 90 : 20))
+		exec {fd}<>"$run/state.fifo"
+		read -r -t $((timeout > 3 * m ? timeout - m : timeout * 2 / 3)) -u "$fd"
+		exec "$here/vm-state.py" --after 0 "$run/qmp.sock" "$sysmap" "vm.sh: near the timeout: "
+	) &
+	state=$!
+fi
 # The TCG host VM: QEMU 7.2 can lose the wake-up of a halted vCPU for a
 # pending APIC interrupt; wakeup-watch.py recognises that state (impossible
-# on hardware) and recovers from it, saying so in the log.
-watch=
+# on hardware) and recovers from it, saying so in the log.  It reads the
+# kernel's jiffies through the System.map built with the kernel.
 if [ $guest -eq 0 ] && [ $interactive -eq 0 ]; then
-	args+=(-qmp "unix:$run/qmp.sock,server=on,wait=off")
-	"$here/wakeup-watch.py" "$run/qmp.sock" &
+	"$here/wakeup-watch.py" "$run/qmp.sock" "$sysmap" "$run/wakeups" &
 	watch=$!
 fi
 
@@ -280,10 +303,37 @@ else
 		tee "$console" | echo_console
 	qemu_rc=${PIPESTATUS[0]}
 fi
-[ -n "$watch" ] && { kill "$watch" 2>/dev/null; wait "$watch" 2>/dev/null; }
+for p in $watch $state; do
+	kill "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+done
 [ -n "$log" ] && cp "$console" "$log"
 
 splats=$("$here/splat-scan.sh" "$console" "$run/dmesg")
+# A freeze from QEMU's lost wake-up (see wakeup-watch.py) leaves a soft
+# lockup report behind once the watch has woken the CPU: the idle task,
+# stuck in the halt instruction, for as long as the CPU sat halted with
+# an interrupt pending, which hardware never does.  Such reports are the
+# emulator's when every splat is one (a soft lockup of swapper, whose
+# RIP is a halt in the idle loop) and the watch woke the VM at least as
+# often; they are logged as that, and anything else fails the run.
+idle_lockups() {
+	local n w
+	n=$(grep -cE 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s! \[swapper/[0-9]+:0\]$' <<<"$splats")
+	[ "$n" -gt 0 ] && [ "$n" -eq "$(grep -c . <<<"$splats")" ] || return 1
+	w=$(grep -c . "$run/wakeups" 2>/dev/null)
+	[ "${w:-0}" -ge "$n" ] || return 1
+	# The RIP after each soft lockup line of the console: a halt.
+	awk '/^\[ *[0-9]+\.[0-9]+\].*soft lockup - CPU#/ { want = 1; next }
+	     want && /RIP: [0-9a-f]+:/ { want = 0; if ($0 !~ /safe_halt|default_idle/) bad = 1 }
+	     END { exit bad || want }' "$console" || return 1
+	echo "$n"
+}
+if [ -n "$splats" ] && n=$(idle_lockups); then
+	echo "vm.sh: QEMU's lost wake-up left $n soft lockup report(s) of the idle task (an emulator fault, see wakeup-watch.py):" >&2
+	echo "$splats" | sed 's/^/vm.sh:   /' >&2
+	splats=
+fi
 rc=
 [ -f "$run/rc" ] && read -r rc < "$run/rc"
 if [[ ! $rc =~ ^[0-9]+$ ]]; then

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Watch a TCG host VM for QEMU 7.2's lost wake-up and recover from it.
 
-Usage: wakeup-watch.py QMP_SOCKET
+Usage: wakeup-watch.py QMP_SOCKET [SYSTEM_MAP [RECORD]]
 
 QEMU 7.2's TCG can lose the request that wakes a halted vCPU for an APIC
 interrupt (most likely: its SVM emulation updates cpu->interrupt_request
@@ -23,59 +23,77 @@ interrupt the kernel just acknowledges: no user space here acts on it),
 which makes QEMU look at the APIC again.  Nothing else is touched: the
 kernel's own checks (soft lockup, RCU stall, hung task) still report
 whatever they see.
+
+The watch can be late: in a CI-like run of 2026-12-02 it recovered a
+freeze (IRR=236) after which the kernel reported "soft lockup - CPU#0
+stuck for 27s"; it acts within about 2 s of seeing that state, so the
+frozen vCPU most likely looked different before (the timer's vector not
+yet in IRR; not proven).  So with
+the kernel's System.map it also reads jiffies_64 (physical memory, the
+kernel is at its default address with nokaslr): a vCPU halted with IF=1
+whose jiffies have not moved for 8 s is frozen too, since the soft lockup
+watchdog's timer fires every 4 s on every CPU.
+
+Each recovery also adds a line to RECORD, if given: vm.sh counts them to
+tell the soft lockup of an idle CPU that such a freeze leaves behind from
+a kernel's own (see vm.sh).
 """
-import json
 import os
 import re
 import socket
 import sys
 import time
 
-
-def qmp(path, commands):
-    """Run commands (name, arguments) on a fresh QMP connection."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
-    s.connect(path)
-    f = s.makefile('rw')
-    f.readline()                                    # greeting
-    out = []
-    for name, args in [('qmp_capabilities', None)] + commands:
-        msg = {'execute': name}
-        if args:
-            msg['arguments'] = args
-        f.write(json.dumps(msg) + '\n')
-        f.flush()
-        while True:
-            r = json.loads(f.readline())
-            if 'return' in r or 'error' in r:
-                break                               # skip events
-        out.append(r.get('return'))
-    s.close()
-    return out[1:]
+from vmqmp import hmp, qmp
 
 
-def hmp(cmd):
-    return ('human-monitor-command', {'command-line': cmd})
+START_KERNEL_MAP = 0xffffffff80000000
+STUCK_SECS = 8
 
 
-def frozen_state(path):
-    regs, lapic = qmp(path, [hmp('info registers'), hmp('info lapic')])
-    m = re.search(r'RIP=([0-9a-f]+) RFL=([0-9a-f]+).*?HLT=([01])', regs, re.S)
-    irr = re.search(r'^IRR[ \t]*(.*)$', lapic, re.M)
-    isr = re.search(r'^ISR[ \t]*(.*)$', lapic, re.M)
-    if not m or not irr or not isr:
-        return None
-    rip, rfl, hlt = m.group(1), int(m.group(2), 16), m.group(3)
+def jiffies_phys(sysmap):
+    """Physical address of jiffies_64, from System.map, or None."""
+    try:
+        with open(sysmap) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) == 3 and fields[2] == 'jiffies_64':
+                    return int(fields[0], 16) - START_KERNEL_MAP
+    except OSError:
+        pass
+    return None
+
+
+def look(path, phys):
+    """One look at the vCPU, as (frozen, jiffies), both None unless it is
+    halted with IF=1.  frozen: 'RIP=... IRR=...' when, besides, its ISR is
+    empty and vectors are pending in IRR; jiffies: jiffies_64 (phys known)."""
+    cmds = [hmp('info registers'), hmp('info lapic')]
+    if phys is not None:
+        cmds.append(hmp('xp /1gx %#x' % phys))
+    out = qmp(path, cmds)
+    m = re.search(r'RIP=([0-9a-f]+) RFL=([0-9a-f]+).*?HLT=([01])', out[0], re.S)
+    if not m or m.group(3) != '1' or not int(m.group(2), 16) & 0x200:
+        return None, None
+    jiffies = None
+    if phys is not None:
+        v = re.search(r':\s*(0x[0-9a-f]+)', out[2])
+        jiffies = int(v.group(1), 16) if v else None
+    irr = re.search(r'^IRR[ \t]*(.*)$', out[1], re.M)
+    isr = re.search(r'^ISR[ \t]*(.*)$', out[1], re.M)
+    if not irr or not isr or isr.group(1).strip() != '(none)':
+        return None, jiffies
     pending = irr.group(1).strip()
-    if hlt != '1' or not rfl & 0x200 or pending in ('', '(none)') or \
-       isr.group(1).strip() != '(none)':
-        return None
-    return 'RIP=%s IRR=%s' % (rip, pending)
+    if pending in ('', '(none)'):
+        return None, jiffies
+    return 'RIP=%s IRR=%s' % (m.group(1), pending), jiffies
 
 
 def main():
     path = sys.argv[1]
+    phys = jiffies_phys(sys.argv[2]) if len(sys.argv) > 2 else None
+    record = sys.argv[3] if len(sys.argv) > 3 else None
+    stuck = None                                    # (jiffies, since)
     for _ in range(300):                            # wait for QEMU
         if os.path.exists(path):
             break
@@ -85,14 +103,27 @@ def main():
         # Well within the soft lockup threshold (20 s).
         time.sleep(1)
         try:
-            cur = frozen_state(path)
+            cur, j = look(path, phys)
+            why = None
             if cur and cur == prev:
-                sys.stderr.write('vm.sh: QEMU lost a wake-up (halted vCPU, IF=1, %s pending); '
-                                 'sending a device interrupt (see wakeup-watch.py)\n' % cur)
+                why = '%s pending' % cur
+            elif j is None or not stuck or stuck[0] != j:
+                stuck = (j, time.monotonic()) if j is not None else None
+            elif time.monotonic() - stuck[1] >= STUCK_SECS:
+                why = 'jiffies stuck at %d for %d s' % \
+                    (j, time.monotonic() - stuck[1])
+            if why:
+                sys.stderr.write('vm.sh: QEMU lost a wake-up (halted vCPU, IF=1, %s); '
+                                 'sending a device interrupt (see wakeup-watch.py)\n' % why)
                 sys.stderr.flush()
+                if record:
+                    with open(record, 'a') as f:
+                        f.write(why + '\n')
                 qmp(path, [('system_powerdown', None)])
-                cur = None
+                cur = stuck = None
             prev = cur
+        except socket.timeout:
+            prev = stuck = None                     # a slow monitor: look again
         except (OSError, ValueError):
             return                                  # QEMU is gone
 

@@ -29,14 +29,23 @@ echo nqn.2026-11.org.example:a > /sys/bus/mdev/devices/$u1/subsysnqn
 echo nqn.2026-11.org.example:b > /sys/bus/mdev/devices/$u2/subsysnqn
 tap_ok "subsysnqn reads back" grep -qx nqn.2026-11.org.example:b /sys/bus/mdev/devices/$u2/subsysnqn
 
-# wait_up DIR PID: a guest's command has started (or the guest is gone).
+# wait_up DIR PID: a guest's command has started (or the guest is gone,
+# or it did not start within 1200 s: a guest boots in 3 to 5 minutes
+# beside one other test VM, in 12 with four VMs on the two CPUs, and one
+# stuck in its boot must not take the test's hour).
 # Builtins only here too: an exec in the host VM costs the booting guest
 # about 0.3 s of the one vCPU.
 mkfifo /tmp/wait.fifo
 exec 9<>/tmp/wait.fifo
+boot_limit=1200
 wait_up() {
+	local end=$((SECONDS + boot_limit))
 	while kill -0 "$2" 2>/dev/null; do
 		compgen -G "$1/*/up" >/dev/null && return 0
+		if [ $SECONDS -ge $end ]; then
+			guest_stuck "$1" "${1#/tmp/} not up after $boot_limit s"
+			return 1
+		fi
 		read -r -t 2 -u 9
 	done
 	return 1
@@ -50,7 +59,13 @@ TMPDIR=/tmp/g1 NVMET_MDEV_GUEST_TIMEOUT=$((3 * NVMET_MDEV_GUEST_TIMEOUT + 600)) 
 	run_guest --mdev "$u1" --mem 768M -- \
 	$g meet + fio_verify 4k 16 3 + dmesg_clean > /tmp/g1.out 2>/dev/null &
 p1=$!
-wait_up /tmp/g1 $p1
+if ! wait_up /tmp/g1 $p1; then
+	wait $p1
+	tap_ok "guest 1 came up" false
+	teardown_nvmet
+	tap_done
+	exit
+fi
 TMPDIR=/tmp/g2 NVMET_MDEV_GUEST_TIMEOUT=$((2 * NVMET_MDEV_GUEST_TIMEOUT)) \
 	run_guest --mdev "$u2" --mem 768M --append pci=nomsi -- \
 	$g meet + fio_verify 4k 16 3 + intx + ids 0x1d1d 0x1af4 + dmesg_clean \
