@@ -272,6 +272,7 @@ struct nvme_cqe {
 #define NVME_SC_FUSED_FAIL		0x009
 #define NVME_SC_FUSED_MISSING		0x00a
 #define NVME_SC_INVALID_NS		0x00b
+#define NVME_SC_INTERNAL_PATH_ERROR	0x300
 #define NVME_SC_CMD_SEQ_ERROR		0x00c
 #define NVME_SC_SGL_INVALID_LAST	0x00d
 #define NVME_SC_SGL_INVALID_COUNT	0x00e
@@ -321,6 +322,7 @@ static inline int nvme_sc(int status)
 #define NVME_AER_NOTICE			2
 #define NVME_AER_ERROR_INVALID_DB_REG	0x00
 #define NVME_AER_ERROR_INVALID_DB_VALUE	0x01
+#define NVME_AER_NOTICE_NS_CHANGED	0x00
 
 /* ---- Identify structures (only the fields the tests use) ---- */
 struct nvme_id_ctrl {

@@ -21,18 +21,18 @@ echo on > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap"
 
 # Conformance and hostile cases with doorbells written through the mmap'ed
 # page, as a KVM guest does; then the seeded fuzzer per doorbell mode
-# (mmap'ed page and trapped writes): 2 runs of 50k commands and 5k random
-# register/doorbell/config writes each, with the other binding's test 200k
-# and 20k in all.  A run
-# that ends on its time budget (NVMET_MDEV_FUZZ_SECS) before its budgets
-# fails; so do the totals below when a run is missing.  Each run also
-# reports its host budgets (memory, idle CPU, pinned pages, kernel log).
+# (mmap'ed page and trapped writes): 2 runs of 30k commands and 3k random
+# register/doorbell/config writes each (20-client-iommufd.sh: 2 runs of
+# 20k and 2k, 100k commands and 10k writes in all).  A run that ends on
+# its time budget (NVMET_MDEV_FUZZ_SECS) before its budgets fails; so do
+# the totals below when a run is missing.  Each run also reports its host
+# budgets (memory, idle CPU, pinned pages, kernel log).
 c=$NVMET_MDEV_HARNESS/client/run.sh
 "$c" -b "$b" -t regs_test -t admin_test -t io_test -t irq_test -t hostile_test \
 	"$uuid" /tmp/client.img
 rc=$?
-export NVMET_MDEV_FUZZ_CMDS=${NVMET_MDEV_FUZZ_CMDS:-50000}
-export NVMET_MDEV_FUZZ_WRITES=${NVMET_MDEV_FUZZ_WRITES:-5000}
+export NVMET_MDEV_FUZZ_CMDS=${NVMET_MDEV_FUZZ_CMDS:-30000}
+export NVMET_MDEV_FUZZ_WRITES=${NVMET_MDEV_FUZZ_WRITES:-3000}
 export NVMET_MDEV_FUZZ_SECS=${NVMET_MDEV_FUZZ_SECS:-900}
 runs=2
 fuzz_start=$SECONDS
@@ -58,6 +58,11 @@ echo off > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap
 "$c" -b "$b" -d pwrite -t regs_test -t io_test "$uuid" /tmp/client.img |
 	sed 's/^\(\(not \)\{0,1\}ok [0-9]* \)/\1trapped-only: /'
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+
+# Last: module unload and mdev removal while the device is open (the
+# mdev is re-created, with its default attributes).
+"$c" -b "$b" -d pwrite -t lifecycle_test "$uuid" /tmp/client.img
+[ $? -eq 0 ] || rc=1
 
 tap_ok "client $b: remove the mdev after the tests" remove_mdev "$uuid"
 teardown_nvmet
