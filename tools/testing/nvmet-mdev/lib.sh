@@ -212,12 +212,13 @@ mdev_stat() {
 	return 1
 }
 
-# guest_shutdown PREFIX UUID OUTPUT: after a guest's power-off, the mdev
+# guest_shutdown PREFIX UUID OUTPUT [N]: after a guest's power-off, the mdev
 # counted one completed shutdown (CC.SHN) and the guest's console shows no
 # aborted one (the nvme driver shuts down after the guest's dmesg dump).
+# N: the count, when the mdev is gone (its last look at the counters).
 guest_shutdown() {
 	local n aborted=0
-	n=$(mdev_stat "$2" shutdowns)
+	n=${4-$(mdev_stat "$2" shutdowns)}
 	tap_ok "$1: the guest shut the controller down at power-off ($n)" \
 		test "$n" = 1
 	[[ $3 == *"Device not ready; aborting shutdown"* ]] && aborted=1

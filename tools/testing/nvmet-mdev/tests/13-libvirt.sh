@@ -6,8 +6,13 @@
 #     <source><address uuid='...'/></source>
 #   </hostdev>
 # libvirt's node device driver lists the mdev, a transient domain starts
-# with it, the guest's nvme driver gets the disk and does verified I/O, and
-# the mdev can be removed once libvirt has let it go.
+# with it, and the guest's nvme driver gets the disk and does verified I/O.
+# As the I/O starts, the host removes the mdev (what an operator does to a
+# device in use): vfio's request interrupt tells QEMU, which asks the guest
+# to unplug the device (the guest kernel has no PCIe hotplug, so it keeps
+# it); the removal waits while QEMU has the device open, the guest's I/O
+# goes on, and the removal completes once QEMU has closed the device at the
+# guest's power-off.
 # timeout: 1800
 . "$(dirname "$0")/../lib.sh"
 export NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-1500}
@@ -29,15 +34,73 @@ nodedev_is_ours() {
 }
 tap_ok "... of our type, under our port's parent" nodedev_is_ours
 
-out=$(run_guest --libvirt --mdev "$u" --mem 768M \
+rm -rf /tmp/lv
+mkdir -p /tmp/lv
+TMPDIR=/tmp/lv run_guest --libvirt --mdev "$u" --mem 768M \
 	--append "nvme.write_queues=1 nvme.poll_queues=1" -- \
-	$g identify 134217728 8 1 + fio_verify 4k 16 3 + dmesg_clean)
+	$g identify 134217728 8 1 + meet + fio_verify 4k 16 3 + dmesg_clean \
+	> /tmp/lv.out 2>/dev/null &
+p=$!
+# Waits with builtins (a read with a timeout from a FIFO nobody writes):
+# an exec in the host VM costs the guest time.
+mkfifo /tmp/tick.fifo
+exec 9<>/tmp/tick.fifo
+end=$((SECONDS + NVMET_MDEV_GUEST_TIMEOUT))
+while kill -0 $p 2>/dev/null && ! compgen -G "/tmp/lv/*/up" >/dev/null &&
+      [ $SECONDS -lt $end ]; do
+	read -r -t 2 -u 9
+done
+if ! compgen -G "/tmp/lv/*/up" >/dev/null; then
+	kill -0 $p 2>/dev/null && "${virsh[@]}" destroy "$("${virsh[@]}" list --name)"
+	wait $p
+	tap_ok "the libvirt guest came up" false
+	sed "s/^/guest console| /" /tmp/lv.out >&2
+	teardown_nvmet
+	tap_done
+	exit
+fi
+
+# The removal, while the guest's I/O starts.
+stats=/sys/kernel/debug/nvmet-mdev/$u/stats
+(echo 1 > "/sys/bus/mdev/devices/$u/remove") 2>/tmp/remove.err &
+rp=$!
+removal=$SECONDS
+for d in /tmp/lv/*/; do
+	touch "${d}go"
+done
+read -r -t 20 -u 9
+tap_ok "the removal waits while QEMU has the device open (the mdev left the bus)" \
+	test -d "/proc/$rp" -a ! -e "/sys/bus/mdev/devices/$u"
+# The device's counters live as long as the mdev: the last look before it
+# goes shows the guest's shutdown at power-off.
+shutdowns=
+while kill -0 $p 2>/dev/null; do
+	while read -r name val; do
+		[ "$name" = shutdowns ] && shutdowns=$val
+	done < "$stats" 2>/dev/null
+	read -r -t 1 -u 9
+done
+wait $p
 rc=$?
+guest_end=$SECONDS
+end=$((SECONDS + 60))
+while kill -0 $rp 2>/dev/null && [ $SECONDS -lt $end ]; do
+	read -r -t 1 -u 9
+done
+kill -0 $rp 2>/dev/null && kill $rp
+wait $rp
+rrc=$?
+out=$(cat /tmp/lv.out)
 tap_ok "the libvirt guest ran clean (status $rc)" test $rc -eq 0
 guest_checks "libvirt guest" "$out"
-guest_shutdown "libvirt guest" "$u" "$out"
+guest_shutdown "libvirt guest" "$u" "$out" "$shutdowns"
 tap_ok "the domain is gone after the guest powered off" \
 	test -z "$("${virsh[@]}" list --all --name)"
-tap_ok "the mdev can be removed afterwards" remove_mdev "$u"
+tap_ok "the removal completed once QEMU let go (status $rrc, $((SECONDS - removal)) s after it began, guest gone after $((guest_end - removal)) s)" \
+	test $rrc -eq 0 -a ! -e "/sys/bus/mdev/devices/$u"
+sed 's/^/# removal: /' /tmp/remove.err
+# What QEMU said about the request (its log under libvirt).
+grep -ah 'vfio\|unplug' /var/log/libvirt/qemu/*.log 2>/dev/null | tail -n 5 |
+	sed 's/^/# QEMU: /'
 teardown_nvmet
 tap_done
