@@ -25,6 +25,7 @@ check() {
 }
 dev=/dev/nvme0n1
 ctrl=/sys/class/nvme/nvme0
+ackwrite=$(dirname "$0")/../../client/out/ackwrite
 
 # idc_load: Identify Controller, parsed into idc[field] ("vid : 0x1b36").
 declare -A idc
@@ -45,6 +46,11 @@ ns_bytes() {
 	local sectors=0
 	read -r sectors < /sys/block/${dev#/dev/}/size
 	echo $((sectors * 512))
+}
+
+# half_bytes: half the namespace, on a MiB boundary (O_DIRECT offsets).
+half_bytes() {
+	echo $(( $(ns_bytes) / 2 >> 20 << 20 ))
 }
 
 ids() {
@@ -183,7 +189,8 @@ dmesg_clean() {
 	# dmesg_clean: the nvme driver ("nvme nvmeN: ...", and its command
 	# errors "nvmeN: Identify(0x6), ... (sct 0x0 / sc 0x2)" and
 	# "nvmeNcMnK: Read(0x2) @ LBA ...") and the block layer ("... dev
-	# nvmeNn1 ...") logged no timeout, error, reset or fallback
+	# nvmeNn1 ...") logged no timeout, error, reset or fallback;
+	# dmesg_clean WHEN: the same since the last "dmesg -C", said of WHEN
 	local line bad=
 	local who='nvme nvme[0-9]+: |dev nvme[0-9]|\] nvme[0-9]+(c[0-9]+)?(n[0-9]+)?: '
 	local what='timeout|error|fail|reset|abort|disabl|dead|remov|unable|not ready|sct 0x'
@@ -193,7 +200,7 @@ dmesg_clean() {
 		echo "$line"
 		bad=1
 	done < /tmp/dmesg
-	check "the guest's nvme driver logged no error" test -z "$bad"
+	check "the guest's nvme driver logged no error${1:+ $1}" test -z "$bad"
 }
 
 meet() {
@@ -236,6 +243,71 @@ mount_check() {
 	check "blob checksum survived" \
 		test "$(sha256sum /tmp/mnt/blob | awk '{print $1}')" = "$(cat /tmp/mnt/blob.sha256)"
 	umount /tmp/mnt
+}
+
+kill_target() {
+	# kill_target ID BLOCKS: I/O for the host to kill QEMU in the middle
+	# of.  fio, 2 jobs of 4k random writes at QD4 that read back and
+	# verify what they wrote as they go, on the namespace's upper half,
+	# and ackwrite stamping 4 KiB blocks from block 0 on, one at a time,
+	# telling the host VM how many completed (run directory, "acks").
+	# Never returns: ackwrite waits to be killed when it is done.
+	local half
+	half=$(half_bytes)
+	cd /tmp || return
+	fio --name=load --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randwrite --bs=4k --iodepth=4 --numjobs=2 \
+		--offset="$half" --size=$((half / 2)) --offset_increment=$((half / 2)) \
+		--time_based --runtime=3600 --verify=crc32c --verify_backlog=64 \
+		--verify_fatal=1 --verify_state_save=0 > /tmp/fio.err 2>&1 &
+	echo "kill-target: fio started"
+	"$ackwrite" write $dev /run/nvmet-mdev/acks "$1" "$2"
+}
+
+ack_check() {
+	# ack_check ID COUNT: the COUNT blocks ackwrite was told were written
+	# (and told the host VM of) read back with their stamps
+	check "the $2 blocks acknowledged before the kill read back" \
+		"$ackwrite" check $dev "$1" "$2"
+}
+
+# tick SECONDS: sleep with builtins (a read with a timeout from a FIFO
+# nobody writes): an exec costs a nested guest seconds.
+tick() {
+	[ -p /tmp/tick.fifo ] || { mkfifo /tmp/tick.fifo && exec 4<>/tmp/tick.fifo; }
+	read -r -t "$1" -u 4
+}
+
+reset_io() {
+	# reset_io RESETS: the guest resets its controller RESETS times while
+	# fio writes and verifies (randrw, 2 jobs at QD16 on the namespace's
+	# upper half).  Commands cut off by a reset are the driver's to retry
+	# (boot with nvme_core.max_retries > 0).
+	local rc i fpid half
+	half=$(half_bytes)
+	cd /tmp || return
+	dmesg -C
+	fio --name=reset --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randrw --bs=4k --iodepth=16 --numjobs=2 \
+		--offset="$half" --size=$((half / 4)) --offset_increment=$((half / 2)) \
+		--time_based --runtime=$((60 + 20 * $1)) \
+		--verify=crc32c --verify_backlog=32 --verify_fatal=1 \
+		--verify_state_save=0 --output-format=terse --terse-version=3 \
+		--output=/tmp/fio.out > /tmp/fio.err 2>&1 &
+	fpid=$!
+	tick 20
+	for ((i = 1; i <= $1; i++)); do
+		check "fio is running at reset $i" kill -0 $fpid
+		check "reset $i during I/O" eval "echo 1 > $ctrl/reset_controller"
+		tick 5
+	done
+	wait $fpid
+	rc=$?
+	print_file /tmp/fio.out
+	print_file /tmp/fio.err
+	check "fio verify across $1 resets: status $rc" test $rc -eq 0
+	check "fio reported 0 errors" test "$(fio_errors /tmp/fio.out)" = 0
+	dmesg_clean "across the resets"
 }
 
 # Run the steps, split at "+".

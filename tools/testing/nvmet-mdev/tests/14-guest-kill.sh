@@ -1,0 +1,120 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# QEMU killed with SIGKILL in the middle of a guest's I/O: fio writing and
+# verifying on one half of the namespace, ackwrite (client/ackwrite.c)
+# stamping blocks on the other and telling the host VM how many the device
+# completed.  Afterwards: the nvmet controller is gone, the pages pinned
+# for the guest are unpinned (the kernel's own count of FOLL_PIN pins,
+# /proc/vmstat, back to its value before QEMU started), every block
+# acknowledged before the kill is in the backing file, a new QEMU on the
+# same mdev boots the guest, which reads them back and then resets the
+# controller three times while fio writes and verifies, and the module
+# unloads.
+# timeout: 2700
+. "$(dirname "$0")/../lib.sh"
+g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
+aw=$NVMET_MDEV_HARNESS/client/out/ackwrite
+[ -x "$aw" ] || die "no $aw (make client)"
+nqn=nqn.2026-11.org.example:kill
+setup_default 1 $nqn /tmp/ns1.img 64M || die "nvmet setup"
+modprobe nvmet-mdev || die "modprobe"
+uuid=$(create_mdev 1) || die "create mdev"
+ctrls=/sys/kernel/debug/nvmet/$nqn
+[ -d /sys/kernel/debug/nvmet ] || die "no nvmet debugfs (CONFIG_NVME_TARGET_DEBUGFS)"
+
+# Pages pinned with FOLL_PIN and not yet unpinned, system-wide: vfio's
+# type1 and iommufd pin guest pages that way for vfio_pin_pages().
+pins() {
+	awk '/^nr_foll_pin_acquired / { a = $2 } /^nr_foll_pin_released / { r = $2 }
+		END { print a - r }' /proc/vmstat
+}
+nctrls() {
+	local n=0 d
+	for d in "$ctrls"/ctrl*; do
+		[ -d "$d" ] && n=$((n + 1))
+	done
+	echo $n
+}
+# settle CMD...: CMD succeeds within 20 s (a release may finish in a work
+# item after QEMU is reaped).
+settle() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		"$@" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+no_ctrl() { [ "$(nctrls)" -eq 0 ]; }
+pins_back() { [ "$(pins)" -eq "$pins0" ]; }
+
+pins0=$(pins)
+id=$((SRANDOM % 1000000000 + 1))
+rundir=/tmp/kill-run
+rm -rf $rundir && mkdir -p $rundir
+# The host kills this guest once it has written enough; its timeout only
+# bounds a guest that never gets there.
+TMPDIR=$rundir NVMET_MDEV_GUEST_TIMEOUT=1500 \
+	run_guest --mdev "$uuid" -- $g kill_target $id 8192 > /tmp/guest1.out &
+guest=$!
+
+# Wait for a steady stream of acknowledged blocks (the guest boots in 2 to
+# 5 minutes; its timeout bounds this too).  Each block waits behind fio's
+# writes: with fio at QD16 and 200 blocks, the guest's boot and blocks took
+# about 850 s beside another test VM and once ran past its 900 s (three
+# VMs and a kernel build on two cores), hence 64 blocks and fio at QD4
+# (770 s under that load).
+want=64 acks=0 f=
+while kill -0 $guest 2>/dev/null; do
+	f=$(echo $rundir/*/acks)
+	[ -f "$f" ] && read -r acks < "$f"
+	[ "${acks:-0}" -ge $want ] && break
+	sleep 1
+done
+[ "${acks:-0}" -ge $want ] ||
+	{ cat /tmp/guest1.out; die "the guest never wrote $want blocks"; }
+sleep 5
+pins1=$(pins)
+n1=$(nctrls)
+read -r acks < "$f"
+qemu=$(pgrep -f "^qemu-system-x86_64 .*sysfsdev=/sys/bus/mdev/devices/$uuid")
+echo "# killing QEMU $qemu with $acks blocks acknowledged," \
+	"$((pins1 - pins0)) pages pinned, $n1 nvmet controller(s)"
+kill -KILL $qemu
+wait $guest
+rc=$?
+tap_ok "QEMU died in the middle of the I/O (vm.sh status $rc)" test $rc -eq 98
+tap_ok "the guest's I/O pinned pages ($((pins1 - pins0)))" test $((pins1 - pins0)) -gt 0
+tap_ok "the guest had an nvmet controller ($n1)" test "$n1" -eq 1
+grep -q '^kill-target: fio started' /tmp/guest1.out
+tap_ok "fio was running in the guest" test $? -eq 0
+
+settle no_ctrl
+tap_ok "no nvmet controller is left ($(nctrls))" no_ctrl
+settle pins_back
+tap_ok "the pinned pages are unpinned ($(($(pins) - pins0)) left)" pins_back
+tap_ok "the $acks acknowledged blocks are in the backing file" \
+	"$aw" check /tmp/ns1.img $id "$acks"
+
+# The second guest also resets its controller during verified I/O (the
+# nvme driver retries what a reset cut off: nvme_core.max_retries=5, the
+# kernel's default); the mdev's counters start from zero when QEMU opens
+# it, and count an enable for SeaBIOS, for the boot and for each reset.
+resets=3
+out=$(run_guest --append nvme_core.max_retries=5 --mdev "$uuid" -- \
+	$g ack_check $id "$acks" + dmesg_clean + reset_io $resets)
+rc=$?
+tap_ok "a new QEMU boots the guest on the same mdev (status $rc)" test $rc -eq 0
+guest_checks "after the kill" "$out"
+guest_shutdown "after the kill" "$uuid" "$out"
+en=$(mdev_stat "$uuid" enables)
+tap_ok "the controller was enabled $((resets + 2)) times ($en)" \
+	test "$en" = $((resets + 2))
+settle pins_back
+tap_ok "after the second QEMU, the pins are back to where they were" pins_back
+
+tap_ok "remove the mdev" remove_mdev "$uuid"
+teardown_nvmet
+tap_ok "nvmet-mdev unloads" modprobe -r nvmet-mdev
+tap_done
