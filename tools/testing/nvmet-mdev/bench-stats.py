@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host-side counters around each fio job of bench.sh, in the host VM.
 
-    bench-stats.py MARKS OUT
+    bench-stats.py MARKS OUT [QMP]
 
 Follows the file MARKS (a glob: the guest's run directory is made by vm.sh)
 the guest appends its markers to; at each "bench-mark: start|end JOB@DISK"
@@ -17,11 +17,22 @@ summed over the threads, and IDLE the host VM's idle time (/proc/stat),
 times in clock ticks.  One process that never forks: a fork and exec costs
 a debug host VM under TCG about 0.3 s, which a shell loop would take from
 the guest it measures.  Ends at "bench-mark: done", or after a day.
+
+When no marker comes for STALL seconds (no fio job lasts that long), it
+says where everything is, on stderr (the host VM's console): the busiest
+threads of the host VM with their kernel stacks, the mdevs' counters
+twice, the end of the guest's console and, given the nested guest's QMP
+socket, the guest's registers.
+A stalled run then leaves evidence of its cause instead of a timeout.
 """
 import glob
+import json
 import os
+import socket
 import sys
 import time
+
+STALL = 300
 
 KVM = "/sys/kernel/debug/kvm"
 KVM_KEYS = ["exits", "mmio_exits", "halt_exits", "halt_wakeup", "pf_taken",
@@ -69,9 +80,113 @@ def sample():
     return vals + [cpu, sleeps, idle_ticks()]
 
 
+def threads():
+    """(cpu ticks, pid, tid, comm, state) of every thread of the host VM."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            tids = os.listdir("/proc/%s/task" % pid)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open("/proc/%s/task/%s/stat" % (pid, tid)) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            comm = st[st.index("(") + 1:st.rindex(")")]
+            fields = st[st.rindex(")") + 2:].split()
+            out.append((int(fields[11]) + int(fields[12]), pid, tid, comm,
+                        fields[0]))
+    return out
+
+
+def dump(text):
+    for line in text.rstrip("\n").split("\n"):
+        sys.stderr.write("bench-stall: %s\n" % line)
+    sys.stderr.flush()
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError as e:
+        return "(%s)\n" % e
+
+
+def mdev_stats():
+    return "".join("%s: %s\n" % (p.split("/")[-2], " ".join(read(p).split()))
+                   for p in sorted(glob.glob("/sys/kernel/debug/nvmet-mdev/*/stats")))
+
+
+def guest_registers(path):
+    """The nested guest's vCPU registers, from its QEMU's monitor."""
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(path)
+        f = s.makefile("rw")
+        f.readline()
+        out = []
+        for cmd in ("qmp_capabilities", "info registers", "info lapic"):
+            msg = {"execute": cmd}
+            if cmd.startswith("info"):
+                msg = {"execute": "human-monitor-command",
+                       "arguments": {"command-line": cmd}}
+            f.write(json.dumps(msg) + "\n")
+            f.flush()
+            while True:
+                r = json.loads(f.readline())
+                if "return" in r or "error" in r:
+                    break
+            if cmd.startswith("info"):
+                out.append(str(r.get("return", r.get("error"))))
+        s.close()
+        return "\n".join(out)
+    except (OSError, ValueError) as e:
+        return "(QMP: %s)" % e
+
+
+def stall_report(since, qmp, rundir):
+    """Where the host VM and the guest are after `since` s without a marker."""
+    a = {(t[1], t[2]): t for t in threads()}
+    s0 = mdev_stats()
+    time.sleep(5)
+    b = threads()
+    s1 = mdev_stats()
+    busy = sorted(((t[0] - a.get((t[1], t[2]), (t[0],))[0], t) for t in b),
+                  reverse=True)[:8]
+    text = ["no marker for %d s; busiest threads over 5 s (ticks, pid, tid, "
+            "comm, state) and their kernel stacks:" % since]
+    for d, t in busy:
+        text.append("%4d %s %s %s %s" % (d, t[1], t[2], t[3], t[4]))
+        text += ["    " + l for l in
+                 read("/proc/%s/task/%s/stack" % (t[1], t[2])).splitlines()[:12]]
+    for t in b:
+        if t[3].startswith("nvmet-mdev") or t[3].startswith("qemu"):
+            text.append("%s %s %s %s wchan %s" % (t[1], t[2], t[3], t[4],
+                        read("/proc/%s/task/%s/wchan" % (t[1], t[2])).strip()))
+    text.append("mdev counters, 5 s apart:")
+    text += s0.splitlines() + s1.splitlines()
+    text.append("KVM: " + " ".join("%s=%d" % (k, read_int(os.path.join(KVM, k)))
+                                   for k in KVM_KEYS))
+    text.append("the end of the guest's console (vm.sh's copy):")
+    text += read(os.path.join(rundir, "console")).splitlines()[-30:]
+    if qmp:
+        text.append("the guest's vCPU (QEMU monitor):")
+        text += guest_registers(qmp).splitlines()
+    dump("\n".join(text))
+
+
 def main():
     pattern, out = sys.argv[1], sys.argv[2]
+    qmp = sys.argv[3] if len(sys.argv) > 3 else None
     marks, pos, buf, end = None, 0, "", time.time() + 86400
+    last = time.time()
+    reports = 0
     while time.time() < end:
         if marks is None:
             found = glob.glob(pattern)
@@ -88,6 +203,11 @@ def main():
         buf += data
         lines = buf.split("\n")
         buf = lines.pop()
+        if lines:
+            last, reports = time.time(), 0
+        elif marks and time.time() - last > STALL * (reports + 1) and reports < 3:
+            stall_report(int(time.time() - last), qmp, os.path.dirname(marks))
+            reports += 1
         for line in lines:
             line = line.rstrip("\r")
             if line == "bench-mark: done":

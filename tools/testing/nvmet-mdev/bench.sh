@@ -1,20 +1,21 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The benchmark ("make bench"): the same fio jobs on three equal disks seen
+# The benchmark ("make bench"): the same fio jobs on four equal disks seen
 # by one nested KVM guest, measured in one run and printed side by side:
 #
 #   mdev        an nvmet file namespace exported through an mdev port
+#   mdev-alt    the same through a second mdev with the other doorbell_mmap
 #   qemu-nvme   QEMU's emulated NVMe controller (-device nvme)
 #   virtio-blk  QEMU's virtio-blk (-device virtio-blk-pci)
 #
 # Each is a file of the same size on the host VM's tmpfs, written in full
 # first.  One host VM (2 vCPUs unless told otherwise; 4G, more for big
 # disks: its tmpfs gets half of it) boots, one guest
-# boots with all three disks attached and runs every fio job on each, the
-# jobs interleaved across the disks (job 1 on mdev, qemu-nvme, virtio-blk,
-# then job 2, ...) so that a change in the machine's load hits all three
-# alike.  The table gives IOPS (and MiB/s for 128k), mean and p99 latency,
+# boots with all four disks attached and runs every fio job on each, the
+# jobs interleaved across the disks (job 1 on mdev, mdev-alt, qemu-nvme,
+# virtio-blk, then job 2, ...) so that a change in the machine's load hits
+# them alike.  The table gives IOPS (and MiB/s for 128k), mean and p99 latency,
 # and the mdev's ratio to each peer, all from this run, then what the host
 # VM spent per I/O (KVM exits, the queue threads' sleeps and CPU time; see
 # bench-stats.py); it is also saved as build/bench/latest.txt and the whole
@@ -37,6 +38,9 @@
 #   NVMET_MDEV_BENCH_DB_MMAP      the mdev's doorbell_mmap (default: auto)
 #   NVMET_MDEV_BENCH_DRIVE_OPTS   -drive options of the two QEMU disks
 #                                 (default cache=none,aio=native)
+#   NVMET_MDEV_BENCH_DISKS        the disks measured, a subset of "mdev
+#                                 mdev-alt qemu-nvme virtio-blk" (default
+#                                 all; all four are attached either way)
 #   NVMET_MDEV_GUEST_KERNEL       guest kernel (default build/guest-bzImage;
 #                                 it needs CONFIG_VIRTIO_BLK, see
 #                                 config.guest, or virtio-blk shows n/a)
@@ -49,7 +53,14 @@ nqn=nqn.2026-11.org.example:bench
 nqn_alt=nqn.2026-11.org.example:bench-alt
 # mdev-alt: a second mdev with the other doorbell_mmap setting than mdev's
 # default ("auto": mapped with two or more CPUs, trapped with one).
-disks=(mdev mdev-alt qemu-nvme virtio-blk)
+all_disks=(mdev mdev-alt qemu-nvme virtio-blk)
+read -ra disks <<< "${NVMET_MDEV_BENCH_DISKS:-${all_disks[*]}}"
+for d in "${disks[@]}"; do
+	case " ${all_disks[*]} " in
+	*" $d "*) ;;
+	*) echo "bench.sh: NVMET_MDEV_BENCH_DISKS: no disk \"$d\"" >&2; exit 2 ;;
+	esac
+done
 # name rw bs iodepth
 fio_jobs=(
 	"4k-randread-QD1 randread 4k 1"
@@ -190,7 +201,7 @@ inside_main() {
 		echo "bench.sh: /tmp has no room for four ${mib} MiB disks" >&2
 		return 1
 	fi
-	for d in "${disks[@]}"; do
+	for d in "${all_disks[@]}"; do
 		dd if=/dev/zero of="/tmp/bench-$d.img" bs=1M count="$mib" status=none ||
 			return 1
 	done
@@ -233,6 +244,7 @@ inside_main() {
 		echo
 		echo "alt_doorbell_mmap $amode"
 		echo "guest_kernel_file ${NVMET_MDEV_GUEST_KERNEL:-$top/build/guest-bzImage}"
+		echo "disks ${disks[*]}"
 	} > $info
 
 	# Legacy virtio in the nested guest, as vm.sh does for its own
@@ -243,6 +255,8 @@ inside_main() {
 	qargs+=" -device nvme,drive=bench-qn,serial=bench-qemu-nvme"
 	qargs+=" -drive file=/tmp/bench-virtio-blk.img,if=none,id=bench-vb,format=raw,$dopts"
 	qargs+=" -device virtio-blk-pci,drive=bench-vb,serial=bench-virtio-blk$virtio"
+	# For bench-stats.py's report on a stalled run.
+	qargs+=" -qmp unix:/tmp/bench-qmp.sock,server=on,wait=off"
 
 	echo "== guest: $gsmp vCPU(s), mdev $uuid, qemu-nvme and virtio-blk attached"
 	echo "host_setup_seconds $(cut -d' ' -f1 /proc/uptime)" >> $info
@@ -251,7 +265,7 @@ inside_main() {
 	: > $out
 	: > /tmp/bench-stats
 	rm -rf /tmp/bench-run && mkdir /tmp/bench-run
-	"$here/bench-stats.py" '/tmp/bench-run/*/bench-marks' /tmp/bench-stats &
+	"$here/bench-stats.py" '/tmp/bench-run/*/bench-marks' /tmp/bench-stats /tmp/bench-qmp.sock &
 	stats=$!
 	# 24 jobs; on a 1-vCPU host VM each fio start costs the guest 20-30 s
 	TMPDIR=/tmp/bench-run run_guest --timeout 2700 --smp "$gsmp" --mdev "$uuid" --mdev "$alt" --qemu-args "$qargs" \
@@ -304,7 +318,7 @@ for line in open(sys.argv[2], errors="replace"):
     elif re.match(r"^qemu-system-x86_64: ", line):
         extra["qemu"].append(line)
 
-disks = ["mdev", "mdev-alt", "qemu-nvme", "virtio-blk"]
+disks = info.get("disks", "mdev mdev-alt qemu-nvme virtio-blk").split()
 jobs = ["4k-randread-QD1", "4k-randread-QD32", "4k-randwrite-QD1", "4k-randwrite-QD32",
         "128k-seqread-QD8", "128k-seqwrite-QD8"]
 labels = {"4k-randread-QD1": "4k randread QD1", "4k-randread-QD32": "4k randread QD32",
@@ -341,12 +355,16 @@ def lat(j, d):
 def p99(j, d):
     return us(res[(j, d)][3]) if ok(j, d) else "n/a"
 
+pairs = [(a, b, t) for a, b, t in [("mdev", "qemu-nvme", "mdev/qemu-nvme"),
+                                     ("mdev", "virtio-blk", "mdev/virtio-blk"),
+                                     ("mdev-alt", "qemu-nvme", "alt/qemu-nvme")]
+         if a in disks and b in disks]
+
 def table(title, cell, idx):
-    rows = [[title] + disks + ["mdev/qemu-nvme", "mdev/virtio-blk", "alt/qemu-nvme"]]
+    rows = [[title] + disks + [t for _, _, t in pairs]]
     for j in jobs:
         rows.append([labels[j]] + [cell(j, d) for d in disks] +
-                    [ratio(j, "mdev", "qemu-nvme", idx), ratio(j, "mdev", "virtio-blk", idx),
-                     ratio(j, "mdev-alt", "qemu-nvme", idx)])
+                    [ratio(j, a, b, idx) for a, b, _ in pairs])
     w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  " + r[0].ljust(w[0]) + "".join("  " + c.rjust(w[i + 1])
@@ -527,7 +545,7 @@ fi
 	echo "  machine at end:   load average $(cut -d' ' -f1-3 /proc/loadavg), $(others) other QEMU process(es)"
 	[ -n "$note" ] && echo "$note"
 	k=$(grep -ac '^vm.sh: QEMU lost a wake-up' "$out/console.log" || true)
-	[ "$k" -gt 0 ] && echo "  QEMU lost a wake-up of the host VM $k time(s), recovered after 3 to 6 s (see the README)"
+	[ "$k" -gt 0 ] && echo "  QEMU lost a wake-up of the host VM $k time(s), recovered after 2 to 10 s (see wakeup-watch.py)"
 	[ $rc -ne 0 ] && echo "WARNING: the run ended with status $rc (a kernel splat or a failed step); see build/bench/console.log"
 } > "$out/latest.txt"
 echo
