@@ -768,7 +768,11 @@ static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
 
 /*
  * After a trapped write fetched from @sq: where the guest's next tail
- * write traps.  The caller holds NVMET_MDEV_SQ_RUNNING.
+ * write traps.  Only a guest with shadow doorbells reads EventIdx; one
+ * without traps on every write whatever it says, and deferring would only
+ * have the hold timer wake the SQ's thread, which then takes the next
+ * writes' fetches (and their moderation probes) from the trapping vCPU.
+ * The caller holds NVMET_MDEV_SQ_RUNNING.
  */
 static void nvmet_mdev_sq_trap_next(struct nvmet_mdev_sq *sq)
 {
@@ -777,6 +781,8 @@ static void nvmet_mdev_sq_trap_next(struct nvmet_mdev_sq *sq)
 	u16 next = sq->head;
 	unsigned long flags;
 
+	if (!READ_ONCE(sq->ctrl->dp->eidx))
+		return;
 	spin_lock_irqsave(&cq->lock, flags);
 	if (cq->streaming && every > 1) {
 		next = (next + every - 1) % sq->size;
