@@ -33,7 +33,7 @@ else
 fi
 
 pass=0 fail=0 skip=0 n=0 wakeups=0
-todos=()
+todos=() failures=() times=()
 jobs=${NVMET_MDEV_TEST_JOBS:-$(($(nproc) > 1 ? 2 : 1))}
 
 # "# timeout: SECONDS" of a test (1200 if it has none).
@@ -99,6 +99,7 @@ report() {
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 
 	sed 's/\r$//; s/^/#   /' <<<"$sub"
+	times+=("$name ${secs}s")
 	# QEMU 7.2 TCG lost wake-ups that vm.sh recovered (wakeup-watch.py).
 	k=$(grep -ac '^vm.sh: QEMU lost a wake-up' "$log" || true)
 	if [ "$k" -gt 0 ]; then
@@ -108,6 +109,13 @@ report() {
 	grep -a "^vm.sh: QEMU's lost wake-up left" "$log" | sed 's/^/#   /'
 	if [ "$f" -gt 0 ]; then
 		echo "not ok $n $name (status $rc, ${secs}s; log: ${log#"$top"/})"
+		# What failed, for the summary at the end: the test's failing
+		# lines, or its status when it printed none.
+		k=$(grep -aE '^not ok [0-9]+' <<<"$sub" | grep -v ' # TODO')
+		[ -n "$k" ] || k="status $rc"
+		while IFS= read -r k; do
+			failures+=("$name: $k")
+		done <<<"$k"
 		echo "#   last lines of the log:"
 		tail -n 40 "$log" | sed 's/\r$//; s/^/#     /'
 	elif [ "$p" -eq 0 ] && [ "$s" -gt 0 ]; then
@@ -155,6 +163,11 @@ if [ ${#todos[@]} -gt 0 ]; then
 fi
 [ $wakeups -gt 0 ] &&
 	echo "# QEMU lost wake-ups recovered in this run: $wakeups (emulator, see README)"
-echo "# $((($(date +%s) - start_all) / 60)) min for the tests, $jobs at a time"
+t=$(printf '%s, ' "${times[@]}")
+echo "# $((($(date +%s) - start_all) / 60)) min for the tests, $jobs at a time: ${t%, }"
+if [ ${#failures[@]} -gt 0 ]; then
+	echo "# failed:"
+	printf '#   %s\n' "${failures[@]}"
+fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
