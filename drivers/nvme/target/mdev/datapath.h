@@ -170,6 +170,8 @@ struct nvmet_mdev_sq {
 	bool			asleep;		/* set under dp->pause_lock */
 	bool			parked;		/* dp->pause_lock */
 	u64			watch_until;	/* local_clock(), admin SQ */
+	u64			watch_ns;	/* its last window, admin SQ */
+	u32			watch_digest;	/* of the doorbells at that fault */
 	unsigned long		remap_since;	/* jiffies | 1, runner private */
 	bool			starved;	/* waiting for a free iod */
 

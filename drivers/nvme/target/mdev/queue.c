@@ -102,8 +102,31 @@ void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl)
 	rcu_read_unlock();
 }
 
-/* How long the admin thread watches the doorbells after a page fault. */
+/*
+ * How long the admin thread watches the doorbells after a page fault.  The
+ * access the guest retries once the fault is resolved must reach the page
+ * before the last thread to sleep zaps it again, or the retry faults, the
+ * watch starts over, and the guest never gets past its doorbell write.  A
+ * nested or overcommitted vCPU can take longer than the first window to
+ * retry (seen: a nested guest under TCG stuck for minutes at one doorbell
+ * write).  A fault that finds no doorbell changed since the last one is
+ * taken as such a retry, and the window doubles, up to
+ * NVMET_MDEV_WATCH_MAX_NS; once the guest's writes land, faults start from
+ * NVMET_MDEV_WATCH_NS again.
+ */
 #define NVMET_MDEV_WATCH_NS	(2 * NSEC_PER_MSEC)
+#define NVMET_MDEV_WATCH_MAX_NS	(128 * NSEC_PER_MSEC)
+
+/* A digest of the doorbell values, to tell whether the guest wrote any. */
+static u32 nvmet_mdev_db_digest(struct nvmet_mdev_ctrl *ctrl)
+{
+	unsigned int i, n = 2 * (ctrl->params.nr_io_queues + 1);
+	u32 digest = 0;
+
+	for (i = 0; i < n; i++)
+		digest = digest * 31 + le32_to_cpu(READ_ONCE(ctrl->db[i]));
+	return digest;
+}
 
 /**
  * nvmet_mdev_doorbell_fault() - the guest touched the zapped doorbell page
@@ -116,12 +139,26 @@ void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl)
  */
 void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl)
 {
+	u32 digest = nvmet_mdev_db_digest(ctrl);
 	struct nvmet_mdev_sq *sq;
+	u64 watch;
 
+	nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_DB_FAULTS, 1);
 	rcu_read_lock();
 	sq = rcu_dereference(ctrl->dp->sqs[0]);
 	if (sq) {
-		WRITE_ONCE(sq->watch_until, local_clock() + NVMET_MDEV_WATCH_NS);
+		/*
+		 * Nothing written since the last fault: its access missed
+		 * the watch.  Concurrent faults race here harmlessly.
+		 */
+		watch = READ_ONCE(sq->watch_ns);
+		if (watch && digest == READ_ONCE(sq->watch_digest))
+			watch = min(2 * watch, NVMET_MDEV_WATCH_MAX_NS);
+		else
+			watch = NVMET_MDEV_WATCH_NS;
+		WRITE_ONCE(sq->watch_digest, digest);
+		WRITE_ONCE(sq->watch_ns, watch);
+		WRITE_ONCE(sq->watch_until, local_clock() + watch);
 		nvmet_mdev_sq_kick(sq);
 	}
 	rcu_read_unlock();
