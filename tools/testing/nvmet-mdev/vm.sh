@@ -37,13 +37,15 @@
 #   --log FILE       also write the console to FILE
 #   --echo-prefix P  also copy the console to stderr, each line prefixed P
 #   --keep-going     report splats but keep the command's status
+#   --reboot         a reboot of the VM restarts it in the same QEMU (its
+#                    init runs the command again) instead of ending it
 #   --interactive    a shell on the console instead of a command
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 
-role_cmdline= smp=1 mem= qemu_args= echo_prefix= timeout=900 guest=0 append= log= interactive=0 iommufd=0 keep_going=0 libvirt=0
+role_cmdline= smp=1 mem= qemu_args= echo_prefix= timeout=900 guest=0 append= log= interactive=0 iommufd=0 keep_going=0 libvirt=0 reboot=0
 kernel=${NVMET_MDEV_KERNEL:-$top/build/bzImage}
 mdevs=()
 while [ $# -gt 0 ]; do
@@ -60,6 +62,7 @@ while [ $# -gt 0 ]; do
 	--log) log=$2; shift 2 ;;
 	--echo-prefix) echo_prefix=$2; shift 2 ;;
 	--keep-going) keep_going=1; shift ;;
+	--reboot) reboot=1; shift ;;
 	--interactive) interactive=1; shift ;;
 	--) shift; break ;;
 	*) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
@@ -129,12 +132,13 @@ cmdline="$cmdline mitigations=off tsc=reliable${role_cmdline:+ $role_cmdline} $a
 [ $interactive -eq 1 ] && cmdline="$cmdline nvmet_mdev.interactive=1"
 
 args=(
-	$accel -smp "$smp" -m "$mem" -machine q35 -nodefaults -no-reboot
+	$accel -smp "$smp" -m "$mem" -machine q35 -nodefaults
 	-display none -monitor none
 	-kernel "$kernel" -append "$cmdline"
 	-fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
 	-fsdev "local,id=run,path=$run,security_model=none"
 )
+[ $reboot -eq 1 ] || args+=(-no-reboot)
 # In nested guests the virtio devices are legacy ones, notified through
 # I/O ports: an MMIO notify write in a guest of the TCG-emulated SVM
 # sometimes ended in "KVM internal error. Suberror: 3" (an NPF exit that

@@ -1,30 +1,41 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# mkfs.ext4 and files in a guest; a second boot on the same mdev (controller
-# reset) finds them; power-off shuts the controller down; the backing file
-# in the host holds the file system.  The first boot has the doorbell_mmap
-# default (on a 1-vCPU host VM: trapped doorbells), the second the doorbell
-# page mapped into the guest and polled.
+# mkfs.ext4 and files in a guest, then a reset of the guest in the middle
+# of I/O on that file system (sysrq b: no sync, no device shutdown, the
+# controller still enabled with commands in flight) and a reboot in the
+# same QEMU: SeaBIOS and the guest's nvme driver find the controller
+# again, the file system mounts, and every block the guest was told was
+# written before the reset is there; power-off shuts the controller down
+# (once: the reset did not); the backing file in the host holds the file
+# system and those blocks.
+# The doorbell page is mapped into the guest and polled (the other guest
+# tests trap their doorbells, the default of a 1-vCPU host VM).
 # timeout: 2100
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
+aw=$NVMET_MDEV_HARNESS/client/out/ackwrite
+[ -x "$aw" ] || die "no $aw (make client)"
 nqn=nqn.2026-11.org.example:fs
 setup_default 1 $nqn /tmp/ns1.img 256M || die "nvmet setup"
 modprobe nvmet-mdev || die "modprobe"
 uuid=$(create_mdev 1) || die "create mdev"
-
-out=$(run_guest --mdev "$uuid" -- $g mkfs_write + dmesg_clean)
-rc=$?
-tap_ok "first boot clean (status $rc)" test $rc -eq 0
-guest_checks "first boot" "$out"
-guest_shutdown "first boot" "$uuid" "$out"
 echo on > /sys/bus/mdev/devices/$uuid/doorbell_mmap || die "set doorbell_mmap"
-out=$(run_guest --mdev "$uuid" -- $g mount_check + dmesg_clean)
+
+id=$((SRANDOM % 1000000000 + 1))
+rundir=/tmp/reboot-run
+rm -rf $rundir && mkdir -p $rundir
+# Two boots of the guest in one QEMU.
+out=$(TMPDIR=$rundir NVMET_MDEV_GUEST_TIMEOUT=1800 run_guest --reboot --mdev "$uuid" -- \
+	$g mkfs_write + reboot_mid_io $id + after_reboot $id + dmesg_clean)
 rc=$?
-tap_ok "second boot clean (status $rc)" test $rc -eq 0
-guest_checks "second boot" "$out"
-guest_shutdown "second boot" "$uuid" "$out"
+tap_ok "the guest ran clean across its reboot (status $rc)" test $rc -eq 0
+n=$(grep -c '^reboot: resetting with I/O in flight' <<<"$out")
+tap_ok "it reset once, with I/O in flight ($n)" test "$n" -eq 1
+guest_checks "reboot" "$out"
+guest_shutdown "reboot" "$uuid" "$out"
+sed 's/^/# stats: /' "/sys/kernel/debug/nvmet-mdev/$uuid/stats"
+acks=$(sed -n 's/^reboot: \([0-9]*\) blocks acknowledged before the reboot\r\{0,1\}$/\1/p' <<<"$out")
 
 remove_mdev "$uuid"
 teardown_nvmet
@@ -32,5 +43,7 @@ tap_ok "backing file holds a clean ext4" e2fsck -fn /tmp/ns1.img
 mkdir -p /tmp/mnt
 mount -o loop,ro /tmp/ns1.img /tmp/mnt
 tap_ok "host sees the guest's file" grep -qx hello-from-guest /tmp/mnt/hello
+tap_ok "host sees the ${acks:-no} blocks acknowledged before the reset" \
+	eval '[ "${acks:-0}" -ge 32 ] && "$aw" check /tmp/mnt/acks.bin $id "$acks"'
 umount /tmp/mnt
 tap_done

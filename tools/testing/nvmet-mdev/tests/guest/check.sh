@@ -310,12 +310,66 @@ reset_io() {
 	dmesg_clean "across the resets"
 }
 
-# Run the steps, split at "+".
+reboot_mid_io() {
+	# reboot_mid_io ID: reset the guest in the middle of I/O on the file
+	# system, as a crash or a watchdog would (sysrq b: no sync, no
+	# unmount, no device shutdown: the controller is still enabled with
+	# commands in flight when QEMU resets the machine and the device).
+	# ackwrite stamps the blocks of a file written and synced beforehand
+	# (so that its writes change no metadata) and tells the run directory
+	# after each one the device completed, a direct dd writes beside it,
+	# and once 32 blocks are acknowledged the guest resets.  In a VM run
+	# with vm.sh --reboot the same QEMU boots the guest again, and the
+	# command's steps after this one run then (see the end of this file).
+	local i n=0 dd
+	mkdir -p /tmp/mnt
+	check "mount before the reboot" mount $dev /tmp/mnt || return
+	check "a file for the stamps" dd if=/dev/zero of=/tmp/mnt/acks.bin \
+		bs=1M count=4 conv=fsync status=none
+	sync
+	dd if=/dev/zero of=/tmp/mnt/busy bs=64k count=1024 oflag=direct status=none &
+	dd=$!
+	"$ackwrite" write /tmp/mnt/acks.bin /run/nvmet-mdev/acks "$1" 1024 &
+	for ((i = 0; i < 600 && n < 32; i++)); do
+		tick 1
+		read -r n < /run/nvmet-mdev/acks 2>/dev/null || n=0
+	done
+	check "blocks acknowledged before the reboot ($n)" test "$n" -ge 32
+	check "the direct writes are running at the reboot" kill -0 $dd
+	echo "reboot: resetting with I/O in flight after $n acknowledged blocks"
+	: > /run/nvmet-mdev/rebooted
+	echo b > /proc/sysrq-trigger
+}
+
+after_reboot() {
+	# after_reboot ID: the file system of mkfs_write, and every block
+	# reboot_mid_io was told was written, are there after the reboot
+	local n
+	read -r n < /run/nvmet-mdev/acks
+	echo "reboot: $n blocks acknowledged before the reboot"
+	mkdir -p /tmp/mnt
+	check "mount after the reboot" mount $dev /tmp/mnt || return
+	check "the $n blocks acknowledged before the reboot read back" \
+		"$ackwrite" check /tmp/mnt/acks.bin "$1" "$n"
+	check "file content survived" grep -qx hello-from-guest /tmp/mnt/hello
+	check "blob checksum survived" \
+		test "$(sha256sum /tmp/mnt/blob | awk '{print $1}')" = "$(cat /tmp/mnt/blob.sha256)"
+	check "umount after the reboot" umount /tmp/mnt
+}
+
+# Run the steps, split at "+".  After reboot_mid_io's reboot (its mark is
+# in the run directory), only the steps after it run.
 steps=("$@" +)
 args=()
+skip=0
+[ -e /run/nvmet-mdev/rebooted ] && skip=1
 for a in "${steps[@]}"; do
 	if [ "$a" = + ]; then
-		[ ${#args[@]} -gt 0 ] && "${args[@]}"
+		if [ ${#args[@]} -gt 0 ] && [ $skip -eq 1 ]; then
+			[ "${args[0]}" = reboot_mid_io ] && skip=0
+		elif [ ${#args[@]} -gt 0 ]; then
+			"${args[@]}"
+		fi
 		args=()
 	else
 		args+=("$a")
