@@ -2053,6 +2053,34 @@ static const char *path_of(char *buf, size_t len, const char *dir,
 	return buf;
 }
 
+/*
+ * The cgroup.procs file of this process's cgroup v2 group, into @orig,
+ * where a test that moved itself elsewhere goes back.  0 or -errno.
+ */
+static int cgroup_self_procs(char *orig, size_t len)
+{
+	char line[512];
+	int ret = read_line("/proc/self/cgroup", line, sizeof(line));
+
+	if (ret)
+		return ret;
+	if (strncmp(line, "0::", 3))
+		return -EINVAL;
+	snprintf(orig, len, CGROUP_ROOT "%s/cgroup.procs",
+		 strcmp(line + 3, "/") ? line + 3 : "");
+	return 0;
+}
+
+/* Remove @grp once stopped threads have left it (a moment): 0 or -errno. */
+static int cgroup_rmdir(const char *grp)
+{
+	int i;
+
+	for (i = 0; i < 100 && rmdir(grp) && errno == EBUSY; i++)
+		usleep(50 * 1000);
+	return access(grp, F_OK) ? 0 : -EBUSY;
+}
+
 static uint64_t cgroup_u64(const char *dir, const char *file)
 {
 	char path[512], line[64];
@@ -2084,12 +2112,9 @@ TEST_F_TIMEOUT(unopened, threads_in_openers_cgroup, 120)
 
 	if (access(CGROUP_ROOT "/cgroup.controllers", F_OK))
 		SKIP(return, "no cgroup v2 at " CGROUP_ROOT);
-	ASSERT_EQ(0, read_line("/proc/self/cgroup", line, sizeof(line)));
-	ASSERT_EQ(0, strncmp(line, "0::", 3)) {
-		TH_LOG("/proc/self/cgroup: %s", line);
+	ASSERT_EQ(0, cgroup_self_procs(orig, sizeof(orig))) {
+		TH_LOG("/proc/self/cgroup: no cgroup v2 group");
 	}
-	snprintf(orig, sizeof(orig), CGROUP_ROOT "%s/cgroup.procs",
-		 strcmp(line + 3, "/") ? line + 3 : "");
 	snprintf(grp, sizeof(grp), CGROUP_ROOT "/nvmet-client.%d", getpid());
 	snprintf(want, sizeof(want), "0::/nvmet-client.%d", getpid());
 	snprintf(pid, sizeof(pid), "%d", getpid());
@@ -2142,10 +2167,7 @@ TEST_F_TIMEOUT(unopened, threads_in_openers_cgroup, 120)
 out_back:
 	EXPECT_EQ(0, host_write_file(orig, pid));
 out_rmdir:
-	/* Stopped threads may take a moment to leave the group. */
-	for (i = 0; i < 100 && rmdir(grp) && errno == EBUSY; i++)
-		usleep(50 * 1000);
-	EXPECT_NE(0, access(grp, F_OK)) {
+	EXPECT_EQ(0, cgroup_rmdir(grp)) {
 		TH_LOG("%s is left behind", grp);
 	}
 }
@@ -2202,18 +2224,15 @@ TEST_F_TIMEOUT(unopened, cpu_max_covers_queue_threads, 120)
 	uint64_t start, now, use, own, mdev, wall, reads = 0;
 	struct nvme_dma buf;
 	struct client c;
-	int i, ret;
+	int ret;
 
 	if (dbmode && !strcmp(dbmode, "pwrite"))
 		SKIP(return, "trapped doorbells: the writer fetches, not the threads");
 	if (access(CGROUP_ROOT "/cgroup.controllers", F_OK))
 		SKIP(return, "no cgroup v2 at " CGROUP_ROOT);
-	ASSERT_EQ(0, read_line("/proc/self/cgroup", line, sizeof(line)));
-	ASSERT_EQ(0, strncmp(line, "0::", 3)) {
-		TH_LOG("/proc/self/cgroup: %s", line);
+	ASSERT_EQ(0, cgroup_self_procs(orig, sizeof(orig))) {
+		TH_LOG("/proc/self/cgroup: no cgroup v2 group");
 	}
-	snprintf(orig, sizeof(orig), CGROUP_ROOT "%s/cgroup.procs",
-		 strcmp(line + 3, "/") ? line + 3 : "");
 	snprintf(grp, sizeof(grp), CGROUP_ROOT "/nvmet-cpumax.%d", getpid());
 	snprintf(pid, sizeof(pid), "%d", getpid());
 	host_write_file(CGROUP_ROOT "/cgroup.subtree_control", "+cpu");
@@ -2284,9 +2303,7 @@ TEST_F_TIMEOUT(unopened, cpu_max_covers_queue_threads, 120)
 out_back:
 	EXPECT_EQ(0, host_write_file(orig, pid));
 out_rmdir:
-	for (i = 0; i < 100 && rmdir(grp) && errno == EBUSY; i++)
-		usleep(50 * 1000);
-	EXPECT_NE(0, access(grp, F_OK)) {
+	EXPECT_EQ(0, cgroup_rmdir(grp)) {
 		TH_LOG("%s is left behind", grp);
 	}
 }
