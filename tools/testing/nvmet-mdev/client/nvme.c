@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/pci_regs.h>
 
 #include "nvme.h"
 
@@ -179,6 +180,20 @@ void nvme_ring_cq(struct nvme_ctrl *ctrl, uint16_t qid, uint32_t head)
 
 /* ---- Init ---- */
 
+/*
+ * Memory decoding and bus mastering on, as a driver's pci_enable_device()
+ * and pci_set_master(): without bus mastering the device does no DMA.
+ */
+int nvme_pci_enable(struct nvme_ctrl *ctrl)
+{
+	const uint16_t on = PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
+	uint16_t cmd = vfio_cfg_read16(ctrl->dev, PCI_COMMAND);
+
+	if ((cmd & on) == on)
+		return 0;
+	return vfio_cfg_write16(ctrl->dev, PCI_COMMAND, cmd | on);
+}
+
 int nvme_ctrl_init(struct nvme_ctrl *ctrl, struct vfio_dev *dev)
 {
 	const char *dbmode = getenv("NVMET_MDEV_DOORBELL");
@@ -196,6 +211,9 @@ int nvme_ctrl_init(struct nvme_ctrl *ctrl, struct vfio_dev *dev)
 		ctrl->cq[i].qid = i;
 	}
 
+	ret = nvme_pci_enable(ctrl);
+	if (ret)
+		return ret;
 	ctrl->cap = nvme_read64(ctrl, NVME_REG_CAP);
 	ctrl->vs = nvme_read32(ctrl, NVME_REG_VS);
 	if (ctrl->cap == ~0ull) {
@@ -348,6 +366,10 @@ int nvme_enable_cc(struct nvme_ctrl *ctrl, uint16_t depth, uint32_t cc)
 	ctrl->cq[0].irq = true;
 	ctrl->cq[0].vector = 0;
 
+	/* A function reset or a hostile test may have turned it off. */
+	ret = nvme_pci_enable(ctrl);
+	if (ret)
+		return ret;
 	nvme_write32(ctrl, NVME_REG_AQA, (uint32_t)(depth - 1) << 16 | (depth - 1));
 	nvme_write64(ctrl, NVME_REG_ASQ, ctrl->sq[0].mem.iova);
 	nvme_write64(ctrl, NVME_REG_ACQ, ctrl->cq[0].mem.iova);

@@ -530,6 +530,8 @@ void nvme_dma_free(struct nvme_ctrl *ctrl, struct nvme_dma *dma);
 /* Reserve an IOVA range that is never mapped (for hostile tests). */
 uint64_t nvme_iova_hole(struct nvme_ctrl *ctrl, size_t size);
 
+/* PCI_COMMAND memory decoding and bus mastering on (init and enable do). */
+int nvme_pci_enable(struct nvme_ctrl *ctrl);
 /* Attach to an opened vfio device / detach (does not close @dev). */
 int nvme_ctrl_init(struct nvme_ctrl *ctrl, struct vfio_dev *dev);
 void nvme_ctrl_fini(struct nvme_ctrl *ctrl);
