@@ -312,7 +312,7 @@ static inline void nvmet_mdev_eventidx_write(struct nvmet_mdev_ctrl *ctrl,
 {
 	__le32 *eidx = READ_ONCE(ctrl->dp->eidx);
 
-	if (eidx)
+	if (eidx && nvmet_mdev_bus_master(ctrl))
 		WRITE_ONCE(eidx[idx], cpu_to_le32(val));
 }
 

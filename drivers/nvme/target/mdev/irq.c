@@ -113,7 +113,14 @@ void nvmet_mdev_irq_raise(struct nvmet_mdev_ctrl *ctrl, u16 vector)
 	spin_lock_irqsave(&irqs->lock, flags);
 	switch (irqs->mode) {
 	case VFIO_PCI_MSIX_IRQ_INDEX:
-		if (vector < NVMET_MDEV_MAX_VECTORS && irqs->msix[vector]) {
+		if (vector >= NVMET_MDEV_MAX_VECTORS)
+			break;
+		/* An MSI-X message is a DMA write: none without bus mastering. */
+		if (!nvmet_mdev_bus_master(ctrl)) {
+			__set_bit(vector, irqs->msix_held);
+			break;
+		}
+		if (irqs->msix[vector]) {
 			eventfd_signal(irqs->msix[vector]);
 			nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_IRQS, 1);
 		}
@@ -124,6 +131,32 @@ void nvmet_mdev_irq_raise(struct nvmet_mdev_ctrl *ctrl, u16 vector)
 		break;
 	default:
 		break;
+	}
+	spin_unlock_irqrestore(&irqs->lock, flags);
+}
+
+/**
+ * nvmet_mdev_irq_flush_held() - bus mastering is back, or the function reset
+ * @ctrl: the controller
+ * @send: send the MSI-X messages held while bus mastering was off (it is
+ *	on again), or forget them (a function reset)
+ *
+ * Any context.
+ */
+void nvmet_mdev_irq_flush_held(struct nvmet_mdev_ctrl *ctrl, bool send)
+{
+	struct nvmet_mdev_irqs *irqs = &ctrl->irqs;
+	unsigned long flags;
+	unsigned int v;
+
+	spin_lock_irqsave(&irqs->lock, flags);
+	for_each_set_bit(v, irqs->msix_held, NVMET_MDEV_MAX_VECTORS) {
+		__clear_bit(v, irqs->msix_held);
+		if (send && irqs->mode == VFIO_PCI_MSIX_IRQ_INDEX &&
+		    irqs->msix[v]) {
+			eventfd_signal(irqs->msix[v]);
+			nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_IRQS, 1);
+		}
 	}
 	spin_unlock_irqrestore(&irqs->lock, flags);
 }
@@ -264,6 +297,8 @@ static void nvmet_mdev_irq_disable(struct nvmet_mdev_ctrl *ctrl, u32 index)
 		irqs->intx_masked = false;
 		irqs->intx_pending = false;
 	}
+	if (index == VFIO_PCI_MSIX_IRQ_INDEX)
+		bitmap_zero(irqs->msix_held, NVMET_MDEV_MAX_VECTORS);
 	spin_unlock_irqrestore(&irqs->lock, flags);
 
 	if (index == VFIO_PCI_INTX_IRQ_INDEX)

@@ -9,8 +9,12 @@
  * of a BAR are writable, the size and flag bits are not, so writing all
  * ones reads back the size mask.  A few registers have side effects that
  * are handled after the masked update: the power state (D3hot -> D0 is a
- * reset, No_Soft_Reset is 0) and the PCI Express Initiate Function Level
- * Reset bit.
+ * reset, No_Soft_Reset is 0), the PCI Express Initiate Function Level
+ * Reset bit, and the command register's Bus Master Enable: while it is
+ * clear the function neither touches the guest's memory nor sends MSI-X
+ * messages (see nvmet_mdev_bus_master_changed()).  Memory Space Enable is
+ * stored without effect on the device: the VMM maps the BARs into the
+ * guest only while it is set, as for any vfio-pci device.
  *
  * Layout:
  *   0x00  type 0 header, BAR0 64-bit memory (controller), BAR4 32-bit
@@ -193,6 +197,7 @@ static void nvmet_mdev_pci_function_reset(struct nvmet_mdev_ctrl *ctrl)
 {
 	nvmet_mdev_ctrl_reset(ctrl);
 	nvmet_mdev_pci_init(ctrl);
+	nvmet_mdev_irq_flush_held(ctrl, false);
 }
 
 void nvmet_mdev_pci_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
@@ -202,6 +207,7 @@ void nvmet_mdev_pci_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 	u32 pmcsr = NVMET_MDEV_CAP_PM + PCI_PM_CTRL;
 	u32 devctl = NVMET_MDEV_CAP_EXP + PCI_EXP_DEVCTL;
 	u16 old_pm = cfg_get16(pci, pmcsr) & PCI_PM_CTRL_STATE_MASK;
+	bool master = nvmet_mdev_bus_master(ctrl);
 	const u8 *val = buf;
 	bool flr = false;
 	u16 new_pm;
@@ -222,13 +228,20 @@ void nvmet_mdev_pci_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 		u32 o = off + i;
 		u8 wmask = pci->wmask[o], w1c = pci->w1cmask[o];
 
-		pci->cfg[o] = (pci->cfg[o] & ~wmask) | (val[i] & wmask);
-		pci->cfg[o] &= ~(val[i] & w1c);
+		/* The data path reads PCI_COMMAND locklessly. */
+		WRITE_ONCE(pci->cfg[o], ((pci->cfg[o] & ~wmask) |
+					 (val[i] & wmask)) & ~(val[i] & w1c));
 	}
 
 	if (flr) {
 		nvmet_mdev_pci_function_reset(ctrl);
 		return;
+	}
+
+	if (nvmet_mdev_bus_master(ctrl) != master) {
+		nvmet_mdev_bus_master_changed(ctrl);
+		if (!master)
+			nvmet_mdev_irq_flush_held(ctrl, true);
 	}
 
 	if (touches(off, count, PCI_COMMAND + 1) &&

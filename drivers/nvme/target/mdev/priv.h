@@ -117,6 +117,8 @@ struct nvmet_mdev_irqs {
 	spinlock_t		lock;		/* protects the eventfd pointers */
 	int			mode;		/* VFIO_PCI_{INTX,MSIX}_IRQ_INDEX or -1 */
 	struct eventfd_ctx	*msix[NVMET_MDEV_MAX_VECTORS];
+	/* raised while bus mastering was off */
+	DECLARE_BITMAP(msix_held, NVMET_MDEV_MAX_VECTORS);
 	struct eventfd_ctx	*intx;
 	bool			intx_masked;
 	bool			intx_pending;	/* raised while masked */
@@ -135,6 +137,7 @@ void nvmet_mdev_irq_release_all(struct nvmet_mdev_ctrl *ctrl);
 bool nvmet_mdev_irq_request(struct nvmet_mdev_ctrl *ctrl);
 /* INTMC cleared the INTx mask: re-raise a pending INTx; any context. */
 void nvmet_mdev_irq_unmasked(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_irq_flush_held(struct nvmet_mdev_ctrl *ctrl, bool send);
 
 /* ------------------------------------------------------------------ */
 /* debugfs.c: event counters                                           */
@@ -224,6 +227,15 @@ static inline void nvmet_mdev_stat_add(struct nvmet_mdev_ctrl *ctrl,
 	this_cpu_add(ctrl->stats->val[stat], n);
 }
 
+/*
+ * PCI_COMMAND Bus Master Enable: the function may read and write the
+ * guest's memory and send MSI-X messages.  Any context.
+ */
+static inline bool nvmet_mdev_bus_master(struct nvmet_mdev_ctrl *ctrl)
+{
+	return READ_ONCE(ctrl->pci.cfg[PCI_COMMAND]) & PCI_COMMAND_MASTER;
+}
+
 static inline struct nvmet_mdev_ctrl *vdev_to_ctrl(struct vfio_device *vdev)
 {
 	return container_of(vdev, struct nvmet_mdev_ctrl, vdev);
@@ -238,6 +250,8 @@ int nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl);	/* ctrl->lock held */
 void nvmet_mdev_ctrl_close(struct nvmet_mdev_ctrl *ctrl);	/* ctrl->lock held */
 /* Function level reset: CC.EN=0 semantics plus register reset; lock held. */
 void nvmet_mdev_ctrl_reset(struct nvmet_mdev_ctrl *ctrl);
+/* PCI_COMMAND bus mastering was turned on or off; ctrl->lock held. */
+void nvmet_mdev_bus_master_changed(struct nvmet_mdev_ctrl *ctrl);
 /* BAR0 register page (offsets < NVMET_MDEV_DB_OFFSET) and doorbells; lock held. */
 int nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
 			 u32 count);

@@ -285,6 +285,31 @@ void nvmet_mdev_resume(struct nvmet_mdev_ctrl *ctrl)
 	nvmet_mdev_doorbell_kick(ctrl);
 }
 
+/**
+ * nvmet_mdev_bus_master_changed() - PCI_COMMAND bus mastering toggled
+ * @ctrl: the controller (ctrl->lock held)
+ *
+ * Turned off, the device stops touching the guest's memory: nobody fetches
+ * from the SQs any more (nvmet_mdev_sq_process()), completions wait on
+ * their CQ's parked list, EventIdx is left alone, and on return every
+ * command that was moving data to or from guest pages has finished (the
+ * pause drains them, as for dma_unmap).  Commands already submitted to the
+ * namespace complete there; the guest learns of them once bus mastering
+ * is back, or never if it resets the controller first.  Turned on, the
+ * queue threads post the parked completions and fetch again.
+ */
+void nvmet_mdev_bus_master_changed(struct nvmet_mdev_ctrl *ctrl)
+{
+	lockdep_assert_held(&ctrl->lock);
+
+	if (nvmet_mdev_bus_master(ctrl)) {
+		nvmet_mdev_doorbell_kick(ctrl);
+		return;
+	}
+	nvmet_mdev_pause(ctrl, NULL);
+	nvmet_mdev_resume(ctrl);
+}
+
 /* ------------------------------------------------------------------ */
 /* Commands                                                             */
 
@@ -494,6 +519,9 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread)
 	u16 head = sq->head;
 	int n = 0;
 
+	/* Fetching is a DMA read: see nvmet_mdev_bus_master_changed(). */
+	if (unlikely(!nvmet_mdev_bus_master(ctrl)))
+		return 0;
 	tail = nvmet_mdev_db_read(ctrl, nvmet_mdev_sq_db_idx(sq->qid));
 	if (unlikely(tail >= sq->size)) {
 		if (sq->bad_tail == NVMET_MDEV_DB_VALID)
@@ -545,7 +573,7 @@ static bool nvmet_mdev_sq_has_work(struct nvmet_mdev_sq *sq)
 {
 	struct nvmet_mdev_cq *cq = sq->cq;
 
-	if (READ_ONCE(sq->broken))
+	if (READ_ONCE(sq->broken) || !nvmet_mdev_bus_master(sq->ctrl))
 		return false;
 	/* Starved: new commands wait for a free iod. */
 	if (READ_ONCE(sq->starved) ? !llist_empty(&sq->free_iods) :
@@ -855,13 +883,18 @@ void nvmet_mdev_queue_response(struct nvmet_req *req)
 		nvmet_mdev_iod_put(iod);
 		return;
 	}
-	/* Full, or its ring must be mapped again (by a queue thread). */
+	/*
+	 * Full, or its ring must be mapped again (by a queue thread), or
+	 * no bus mastering: held until it is back.
+	 */
 	if (unlikely(!list_empty(&cq->parked) || !cq->cqes ||
+		     !nvmet_mdev_bus_master(cq->ctrl) ||
 		     nvmet_mdev_cq_full(cq, NULL))) {
 		list_add_tail(&iod->parked, &cq->parked);
 		spin_unlock_irqrestore(&cq->lock, flags);
 		/* Have the threads watch the CQ head doorbell. */
-		nvmet_mdev_doorbell_kick(cq->ctrl);
+		if (nvmet_mdev_bus_master(cq->ctrl))
+			nvmet_mdev_doorbell_kick(cq->ctrl);
 		return;
 	}
 	nvmet_mdev_cq_post(cq, iod);
@@ -882,13 +915,14 @@ static void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq)
 	unsigned int n = 0;
 	bool irq, more, report = false;
 
-	if (list_empty_careful(&cq->parked))
+	if (list_empty_careful(&cq->parked) || !nvmet_mdev_bus_master(sq->ctrl))
 		return;
 	if (unlikely(!READ_ONCE(cq->cqes)) && nvmet_mdev_cq_remap(sq, true))
 		return;
 
 	spin_lock_irqsave(&cq->lock, flags);
 	while (!list_empty(&cq->parked) && cq->cqes &&
+	       nvmet_mdev_bus_master(sq->ctrl) &&
 	       !nvmet_mdev_cq_full(cq, &report)) {
 		iod = list_first_entry(&cq->parked, struct nvmet_mdev_iod,
 				       parked);
@@ -1620,6 +1654,7 @@ void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off)
 	/* Only the plain case; the thread handles the others. */
 	if (test_bit(NVMET_MDEV_SQ_DEAD, &sq->state) ||
 	    READ_ONCE(dp->pause_count) || READ_ONCE(sq->broken) ||
+	    !nvmet_mdev_bus_master(ctrl) ||
 	    !sq->sqes || sq->starved || sq->remap_since) {
 		nvmet_mdev_sq_unlock(sq);	/* a full barrier */
 		if (nvmet_mdev_sq_has_work(sq))

@@ -773,6 +773,92 @@ TEST_F(hostile, unmap_data_buffer_in_flight)
 	EXPECT_EQ(0, still_works(ctrl, &self->buf));
 }
 
+/* ---- PCI bus mastering ---- */
+
+/* Push reads of 4 KiB each, block @i of the buffer from block @i on disk. */
+static void push_reads(struct nvme_ctrl *ctrl, struct nvme_dma *buf,
+		       unsigned int first, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = first; i < first + n; i++) {
+		struct nvme_sqe sqe = {
+			.opcode = nvme_cmd_read, .nsid = ctrl->nsid,
+			.cdw10 = (uint32_t)(((uint64_t)i * 4096) >> ctrl->lba_shift),
+			.cdw12 = (4096 >> ctrl->lba_shift) - 1,
+		};
+
+		nvme_build_prps(ctrl, buf, (size_t)i * 4096, 4096, &sqe);
+		nvme_sq_push(ctrl, 1, &sqe, false);
+	}
+	nvme_sq_ring(ctrl, 1);
+}
+
+/*
+ * PCI_COMMAND bus mastering cleared with reads in flight: once the config
+ * write returns, the device writes nothing to the guest's memory (no data,
+ * no completion entry) and sends no MSI-X message, and commands queued
+ * meanwhile are not fetched; set again, every command completes with its
+ * data, and the interrupt comes.
+ */
+TEST_F(hostile, bus_master_off_stops_dma)
+{
+	struct nvme_ctrl *ctrl = self->ctrl;
+	struct vfio_dev *dev = &self->c.dev;
+	struct nvme_queue *cq = &ctrl->cq[1];
+	uint16_t cmd = vfio_cfg_read16(dev, PCI_COMMAND);
+	const unsigned int n = 8, m = 4, len = (n + m) * 4096;
+	unsigned int i, bad = 0, v = cq->vector;
+	uint8_t *data, *ring;
+	struct nvme_cqe cqe;
+
+	if (!ctrl->nsid)
+		SKIP(return, "no namespace");
+	if ((uint64_t)len >> ctrl->lba_shift > ctrl->nsze)
+		SKIP(return, "namespace too small");
+	ASSERT_TRUE(cmd & PCI_COMMAND_MASTER);
+	memset(self->buf.va, 0xa5, len);
+	for (i = 0; i < n + m; i++)
+		ASSERT_OK(nvme_rw(ctrl, 1, nvme_cmd_write,
+				  ((uint64_t)i * 4096) >> ctrl->lba_shift,
+				  4096 >> ctrl->lba_shift, &self->buf, i * 4096));
+	memset(self->buf.va, 0, len);
+	nvme_irq_drain(ctrl, v);
+
+	push_reads(ctrl, &self->buf, 0, n);
+	ASSERT_EQ(0, vfio_cfg_write16(dev, PCI_COMMAND,
+				      cmd & ~PCI_COMMAND_MASTER));
+	/* What the guest's memory holds now must not change. */
+	data = malloc(len);
+	ring = malloc(cq->mem.size);
+	ASSERT_TRUE(data && ring);
+	memcpy(data, self->buf.va, len);
+	memcpy(ring, cq->mem.va, cq->mem.size);
+	nvme_irq_drain(ctrl, v);
+	usleep(200 * 1000);
+	push_reads(ctrl, &self->buf, n, m);
+	usleep(300 * 1000);
+	EXPECT_EQ(0, memcmp(data, self->buf.va, len));
+	EXPECT_EQ(0, memcmp(ring, cq->mem.va, cq->mem.size));
+	EXPECT_EQ(0, nvme_irq_drain(ctrl, v));
+	free(data);
+	free(ring);
+
+	/* Back on: all n + m complete, with the data, and interrupt. */
+	ASSERT_EQ(0, vfio_cfg_write16(dev, PCI_COMMAND, cmd));
+	for (i = 0; i < n + m; i++) {
+		ASSERT_EQ(0, nvme_cq_poll(ctrl, 1, &cqe, 10000)) {
+			TH_LOG("%u of %u completions", i, n + m);
+		}
+		EXPECT_OK(cqe.status >> 1);
+	}
+	for (i = 0; i < len; i++)
+		bad += ((uint8_t *)self->buf.va)[i] != 0xa5;
+	EXPECT_EQ(0, bad);
+	EXPECT_LT(0, nvme_irq_wait(ctrl, v, 2000));
+	EXPECT_EQ(0, still_works(ctrl, &self->buf));
+}
+
 TEST_F(hostile, unmap_rings_while_live)
 {
 	struct nvme_ctrl *ctrl = self->ctrl;
