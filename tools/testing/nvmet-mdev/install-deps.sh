@@ -11,7 +11,7 @@ pkgs=(
 	ccache sparse dwarves python3 rsync perl
 	# VM harness and tests inside it
 	qemu-system-x86 qemu-utils busybox-static e2fsprogs util-linux procps
-	nvme-cli fio mdevctl iproute2
+	nvme-cli fio mdevctl iproute2 pciutils
 	# 13-libvirt: libvirtd and virsh (no libvirt-daemon-system: the test
 	# runs its own libvirtd in the host VM, no service on this machine)
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients

@@ -8,9 +8,10 @@
 # for the guest are unpinned (the kernel's own count of FOLL_PIN pins,
 # /proc/vmstat, back to its value before QEMU started), every block
 # acknowledged before the kill is in the backing file, a new QEMU on the
-# same mdev boots the guest, which reads them back and then resets the
-# controller three times while fio writes and verifies, and the module
-# unloads.
+# same mdev boots the guest, which reads them back, resets the controller
+# three times and turns PCI bus mastering off and on while fio writes and
+# verifies, removes its PCI function while writing and rescans, and the
+# module unloads.
 # timeout: 2700
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
@@ -99,18 +100,27 @@ tap_ok "the $acks acknowledged blocks are in the backing file" \
 
 # The second guest also resets its controller during verified I/O (the
 # nvme driver retries what a reset cut off: nvme_core.max_retries=5, the
-# kernel's default); the mdev's counters start from zero when QEMU opens
-# it, and count an enable for SeaBIOS, for the boot and for each reset.
+# kernel's default), turns bus mastering off and on during verified I/O
+# and resets once more, and removes its PCI function during writes and
+# rescans; the mdev's counters start from zero when QEMU opens it, and
+# count an enable for SeaBIOS, for the boot, for each reset and for the
+# rescan, and a shutdown at the removal and at power-off.
 resets=3
+id2=$((id + 1))
 out=$(run_guest --append nvme_core.max_retries=5 --mdev "$uuid" -- \
-	$g ack_check $id "$acks" + dmesg_clean + reset_io $resets)
+	$g ack_check $id "$acks" + dmesg_clean + reset_io $resets + \
+	bus_master_io + remove_rescan $id2)
 rc=$?
 tap_ok "a new QEMU boots the guest on the same mdev (status $rc)" test $rc -eq 0
 guest_checks "after the kill" "$out"
-guest_shutdown "after the kill" "$uuid" "$out"
+sd=$(mdev_stat "$uuid" shutdowns)
+tap_ok "after the kill: the guest shut the controller down at the removal and at power-off ($sd)" \
+	test "$sd" = 2
+tap_ok "after the kill: no aborted shutdown on the guest's console" \
+	eval '[[ $out != *"Device not ready; aborting shutdown"* ]]'
 en=$(mdev_stat "$uuid" enables)
-tap_ok "the controller was enabled $((resets + 2)) times ($en)" \
-	test "$en" = $((resets + 2))
+tap_ok "the controller was enabled $((resets + 4)) times ($en)" \
+	test "$en" = $((resets + 4))
 settle pins_back
 tap_ok "after the second QEMU, the pins are back to where they were" pins_back
 

@@ -310,6 +310,91 @@ reset_io() {
 	dmesg_clean "across the resets"
 }
 
+# blk_done: the I/Os the namespace's block device has completed
+blk_done() {
+	local st
+	read -ra st < /sys/block/${dev#/dev/}/stat
+	echo $((st[0] + st[4]))
+}
+
+bus_master_io() {
+	# bus_master_io: while fio writes and verifies (randrw, 2 jobs at
+	# QD16), the guest clears Bus Master Enable in the controller's PCI
+	# command register for 4 s: after the completions the device had
+	# already posted, no I/O completes and commands stay in flight; set
+	# again, I/O goes on by itself; then the driver resets the
+	# controller, and fio verifies everything it wrote.
+	local rc fpid half bdf a b c ir iw
+	bdf=$(basename "$(readlink -f $ctrl/device)")
+	half=$(half_bytes)
+	cd /tmp || return
+	dmesg -C
+	fio --name=bme --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randrw --bs=4k --iodepth=16 --numjobs=2 \
+		--offset="$half" --size=$((half / 4)) --offset_increment=$((half / 2)) \
+		--time_based --runtime=60 \
+		--verify=crc32c --verify_backlog=32 --verify_fatal=1 \
+		--verify_state_save=0 --output-format=terse --terse-version=3 \
+		--output=/tmp/fio.out > /tmp/fio.err 2>&1 &
+	fpid=$!
+	tick 15
+	check "fio is running before bus mastering goes off" kill -0 $fpid
+	check "bus mastering off ($bdf)" setpci -s "$bdf" COMMAND=0:4
+	tick 1
+	a=$(blk_done)
+	tick 3
+	b=$(blk_done)
+	read -r ir iw < /sys/block/${dev#/dev/}/inflight
+	echo "bus master: $a then $b I/Os done, $((ir + iw)) in flight"
+	check "no I/O completes without bus mastering ($a, then $b)" test "$a" = "$b"
+	check "I/O waits in flight meanwhile ($((ir + iw)))" test $((ir + iw)) -gt 0
+	check "bus mastering on again" setpci -s "$bdf" COMMAND=4:4
+	tick 3
+	c=$(blk_done)
+	check "I/O goes on without a reset ($b, then $c)" test "$c" -gt "$b"
+	check "reset after bus mastering came back" \
+		eval "echo 1 > $ctrl/reset_controller"
+	wait $fpid
+	rc=$?
+	print_file /tmp/fio.out
+	print_file /tmp/fio.err
+	check "fio verify across bus mastering off and on: status $rc" test $rc -eq 0
+	check "fio reported 0 errors" test "$(fio_errors /tmp/fio.out)" = 0
+	dmesg_clean "around bus mastering off"
+}
+
+remove_rescan() {
+	# remove_rescan ID: the guest removes its NVMe PCI function while
+	# ackwrite stamps blocks from block 0 on (one 4 KiB O_DIRECT write at
+	# a time), then rescans the bus: the driver shuts the controller down
+	# on removal, the rescan finds the function again, and every block
+	# ackwrite was told was written before the removal reads back.
+	local bdf aw i n=0
+	bdf=$(basename "$(readlink -f $ctrl/device)")
+	"$ackwrite" write $dev /run/nvmet-mdev/acks-rm "$1" 4096 &
+	aw=$!
+	for ((i = 0; i < 300 && n < 64; i++)); do
+		tick 1
+		read -r n < /run/nvmet-mdev/acks-rm 2>/dev/null || n=0
+	done
+	check "blocks acknowledged before the removal ($n)" test "$n" -ge 64
+	check "remove the PCI function $bdf during I/O" \
+		eval "echo 1 > /sys/bus/pci/devices/$bdf/remove"
+	kill $aw
+	wait $aw
+	read -r n < /run/nvmet-mdev/acks-rm
+	echo "remove: $n blocks acknowledged before the removal"
+	check "the controller is gone" test ! -e $ctrl
+	check "rescan the bus" eval "echo 1 > /sys/bus/pci/rescan"
+	for ((i = 0; i < 120; i++)); do
+		[ -b $dev ] && break
+		tick 1
+	done
+	check "the namespace is back after the rescan" test -b $dev || return
+	check "the $n blocks acknowledged before the removal read back" \
+		"$ackwrite" check $dev "$1" "$n"
+}
+
 reboot_mid_io() {
 	# reboot_mid_io ID: reset the guest in the middle of I/O on the file
 	# system, as a crash or a watchdog would (sysrq b: no sync, no
