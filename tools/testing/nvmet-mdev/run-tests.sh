@@ -45,7 +45,7 @@ test_limit() {
 
 # run_one TEST: run it, leaving its log and "STATUS SECONDS" in $logs.
 run_one() {
-	local t=$1 name log start rc append
+	local t=$1 name log start rc append mem
 	name=$(basename "$t" .sh)
 	log=$logs/$name.log
 	start=$(date +%s)
@@ -53,11 +53,14 @@ run_one() {
 	host-*) "$t" > "$log" 2>&1 ;;
 	*)
 		# A test may ask for more time with a "# timeout: SECONDS" line,
-		# and for kernel arguments with "# append: ARGS" lines (e.g.
-		# "# append: kmemleak=on").
+		# for kernel arguments with "# append: ARGS" lines (e.g.
+		# "# append: kmemleak=on"), and for a bigger host VM with a
+		# "# mem: SIZE" line.
 		append=$(sed -n 's/^# append: *\(.*[^ ]\) *$/\1/p' "$t" | tr '\n' ' ')
+		mem=$(sed -n 's/^# mem: *\([0-9][0-9]*[MG]\)$/\1/p' "$t" | head -1)
 		"$here/vm.sh" --timeout "${NVMET_MDEV_TEST_TIMEOUT:-$(test_limit "$t")}" \
-			${append:+--append "$append"} -- "$t" > "$log" 2>&1 ;;
+			${append:+--append "$append"} ${mem:+--mem "$mem"} \
+			-- "$t" > "$log" 2>&1 ;;
 	esac
 	rc=$?
 	echo "$rc $(($(date +%s) - start))" > "$logs/$name.status"

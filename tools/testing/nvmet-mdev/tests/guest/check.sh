@@ -26,6 +26,7 @@ check() {
 dev=/dev/nvme0n1
 ctrl=/sys/class/nvme/nvme0
 ackwrite=$(dirname "$0")/../../client/out/ackwrite
+highdma=$(dirname "$0")/../../client/out/highdma
 
 # idc_load: Identify Controller, parsed into idc[field] ("vid : 0x1b36").
 declare -A idc
@@ -393,6 +394,13 @@ remove_rescan() {
 	check "the namespace is back after the rescan" test -b $dev || return
 	check "the $n blocks acknowledged before the removal read back" \
 		"$ackwrite" check $dev "$1" "$n"
+}
+
+high_dma() {
+	# high_dma ID: the device writes blocks from and reads them into guest
+	# pages above 4 GiB (client/highdma.c); for a guest with more memory
+	check "direct I/O from and into guest pages above 4 GiB" \
+		"$highdma" $dev "$1"
 }
 
 reboot_mid_io() {
