@@ -38,6 +38,9 @@
 #   NVMET_MDEV_BENCH_DB_MMAP      the mdev's doorbell_mmap (default: auto)
 #   NVMET_MDEV_BENCH_DRIVE_OPTS   -drive options of the two QEMU disks
 #                                 (default cache=none,aio=native)
+#   NVMET_MDEV_BENCH_JOBS         the fio jobs run, a subset of the names
+#                                 below (default all), e.g.
+#                                 "128k-seqread-QD8 128k-seqwrite-QD8"
 #   NVMET_MDEV_BENCH_DISKS        the disks measured, a subset of "mdev
 #                                 mdev-alt qemu-nvme virtio-blk" (default
 #                                 all; all four are attached either way)
@@ -70,6 +73,15 @@ fio_jobs=(
 	"128k-seqread-QD8 read 128k 8"
 	"128k-seqwrite-QD8 write 128k 8"
 )
+if [ -n "${NVMET_MDEV_BENCH_JOBS:-}" ]; then
+	all_jobs=("${fio_jobs[@]}")
+	fio_jobs=()
+	for j in "${all_jobs[@]}"; do
+		[[ " $NVMET_MDEV_BENCH_JOBS " == *" ${j%% *} "* ]] && fio_jobs+=("$j")
+	done
+	[ ${#fio_jobs[@]} -gt 0 ] ||
+		{ echo "bench.sh: NVMET_MDEV_BENCH_JOBS: no such job" >&2; exit 2; }
+fi
 
 # --- in the nested guest ----------------------------------------------------
 guest_main() {
@@ -321,6 +333,7 @@ for line in open(sys.argv[2], errors="replace"):
 disks = info.get("disks", "mdev mdev-alt qemu-nvme virtio-blk").split()
 jobs = ["4k-randread-QD1", "4k-randread-QD32", "4k-randwrite-QD1", "4k-randwrite-QD32",
         "128k-seqread-QD8", "128k-seqwrite-QD8"]
+jobs = [j for j in jobs if any((j, d) in res for d in disks)]
 labels = {"4k-randread-QD1": "4k randread QD1", "4k-randread-QD32": "4k randread QD32",
           "4k-randwrite-QD1": "4k randwrite QD1",
           "4k-randwrite-QD32": "4k randwrite QD32", "128k-seqread-QD8": "128k seqread QD8",
