@@ -9,12 +9,14 @@ the guest appends its markers to; at each "bench-mark: start|end JOB@DISK"
 line, written around each fio job, appends one line to OUT:
 
     start|end JOB@DISK SECONDS KVM-COUNTERS... MDEV-CPU MDEV-SLEEPS IDLE
+        MDEV-COUNTERS...
 
 KVM counters are KVM's debugfs statistics (all VMs of the host VM: the one
 guest), MDEV-CPU the CPU time of the nvmet-mdev queue threads and
 MDEV-SLEEPS their voluntary context switches (how often they slept), both
-summed over the threads, and IDLE the host VM's idle time (/proc/stat),
-times in clock ticks.  One process that never forks: a fork and exec costs
+summed over the threads, IDLE the host VM's idle time (/proc/stat),
+times in clock ticks, and MDEV-COUNTERS some of the mdevs' debugfs
+counters (MDEV_KEYS), summed over the mdevs.  One process that never forks: a fork and exec costs
 a debug host VM under TCG about 0.3 s, which a shell loop would take from
 the guest it measures.  Ends at "bench-mark: done", or after a day.
 
@@ -37,6 +39,8 @@ STALL = 300
 KVM = "/sys/kernel/debug/kvm"
 KVM_KEYS = ["exits", "mmio_exits", "halt_exits", "halt_wakeup", "pf_taken",
             "irq_injections"]
+MDEV_KEYS = ["commands", "trapped_doorbell_writes", "interrupts",
+             "moderation_probes", "moderation_probes_failed", "deferred_traps"]
 
 
 def read_int(path):
@@ -74,10 +78,21 @@ def idle_ticks():
         return int(f.readline().split()[4])
 
 
+def mdev_counters():
+    """MDEV_KEYS of nvmet-mdev's debugfs counters, summed over the mdevs."""
+    tot = dict.fromkeys(MDEV_KEYS, 0)
+    for p in glob.glob("/sys/kernel/debug/nvmet-mdev/*/stats"):
+        for line in read(p).splitlines():
+            f = line.split()
+            if len(f) == 2 and f[0] in tot and f[1].isdigit():
+                tot[f[0]] += int(f[1])
+    return [tot[k] for k in MDEV_KEYS]
+
+
 def sample():
     vals = [read_int(os.path.join(KVM, k)) for k in KVM_KEYS]
     cpu, sleeps = mdev_threads()
-    return vals + [cpu, sleeps, idle_ticks()]
+    return vals + [cpu, sleeps, idle_ticks()] + mdev_counters()
 
 
 def threads():

@@ -459,7 +459,7 @@ try:
 except (ValueError, OSError):
     pass
 cols = ["KVM exits", "MMIO exits", "halts", "pf taken", "irqs", "mdev sleeps",
-        "mdev CPU us", "host busy"]
+        "mdev CPU us", "host busy", "traps", "dev irqs", "probes", "deferred"]
 rows = []
 for j in jobs:
     for d in disks:
@@ -471,19 +471,26 @@ for j in jobs:
         if dt <= 0 or ios <= 0:
             continue
         dl = [y - x for x, y in zip(a[1:], b[1:])]
-        # exits mmio halt_exits halt_wakeup pf irq cpu sleeps idle
+        # exits mmio halt_exits halt_wakeup pf irq cpu sleeps idle, then
+        # the mdev's commands traps interrupts probes failed deferred
         busy = 1 - dl[8] / hz / dt
+        dev = ["-"] * 4
+        if d.startswith("mdev") and len(dl) >= 15 and dl[9] > 0:
+            dev = ["%.2f" % (dl[10] / dl[9]), "%.2f" % (dl[11] / dl[9]),
+                   "%.2f" % (dl[12] / dl[9]), "%.2f" % (dl[14] / dl[9])]
         rows.append([labels[j] + " " + d,
                      "%.2f" % (dl[0] / ios), "%.2f" % (dl[1] / ios),
                      "%.2f" % (dl[2] / ios), "%.2f" % (dl[4] / ios),
                      "%.2f" % (dl[5] / ios),
                      "%.2f" % (dl[7] / ios) if d.startswith("mdev") else "-",
                      "%.0f" % (dl[6] / hz * 1e6 / ios) if d.startswith("mdev") else "-",
-                     "%.0f%%" % (100 * max(0.0, busy))])
+                     "%.0f%%" % (100 * max(0.0, busy))] + dev)
 if rows:
     print()
     print("  host VM side, per I/O (from the job's first I/O, ramp included; KVM")
-    print("  counters are the guest's, mdev sleeps/CPU the nvmet-mdev queue threads'):")
+    print("  counters are the guest's, mdev sleeps/CPU the nvmet-mdev queue threads';")
+    print("  traps, dev irqs, probes and deferred are the mdev's trapped doorbell")
+    print("  writes, interrupts, moderation probes and deferred traps per command):")
     rows.insert(0, ["job"] + cols)
     w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
