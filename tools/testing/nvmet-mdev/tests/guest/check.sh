@@ -403,6 +403,87 @@ high_dma() {
 		"$highdma" $dev "$1"
 }
 
+# wait_for SECONDS TEST...: wait up to SECONDS for TEST to hold; prints
+# how many seconds it took.
+wait_for() {
+	local i n=$1
+	shift
+	for ((i = 0; i < n; i++)); do
+		"$@" && break
+		tick 1
+	done
+	echo $i
+	"$@"
+}
+
+ns_off_on() {
+	# ns_off_on: says "io" in the run directory while fio writes to the
+	# namespace, and the host disables the namespace: the nvme driver
+	# drops it on the Namespace Attribute Changed event (fio's writes
+	# fail from then on); says "ns-gone", and the host enables it again:
+	# the namespace comes back on the next event and fio verifies on it
+	local fpid s
+	cd /tmp || return
+	fio --name=nsoff --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randwrite --bs=4k --iodepth=8 --time_based --runtime=900 \
+		--continue_on_error=all --output=/tmp/fio.out > /tmp/fio.err 2>&1 &
+	fpid=$!
+	tick 5
+	check "fio is writing when the namespace goes" kill -0 $fpid
+	: > /run/nvmet-mdev/io
+	s=$(wait_for 300 test ! -b $dev)
+	check "the namespace went away (after ${s%%$'\n'*} s)" test ! -b $dev
+	kill $fpid
+	wait $fpid
+	: > /run/nvmet-mdev/ns-gone
+	s=$(wait_for 300 test -b $dev)
+	check "the namespace came back (after ${s%%$'\n'*} s)" test -b $dev || return
+	fio_verify 4k 4 2
+}
+
+# ctrl_state: the controller's state as the nvme driver has it ("gone"
+# once it is removed)
+ctrl_state() {
+	local st=gone
+	[ -e $ctrl/state ] && read -r st < $ctrl/state
+	echo "$st"
+}
+
+ctrl_removed() {
+	# ctrl_removed: says "unlink" in the run directory while fio writes;
+	# the host takes the subsystem off the port and removes the port: the
+	# controller fails (CSTS.CFS), the driver's reset cannot enable it
+	# again, and the driver gives it up (state "dead", or removed);
+	# fio's writes fail, nothing hangs
+	local fpid i st last=
+	cd /tmp || return
+	fio --name=unlink --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randwrite --bs=4k --iodepth=8 --time_based --runtime=900 \
+		--continue_on_error=all --output=/tmp/fio.out > /tmp/fio.err 2>&1 &
+	fpid=$!
+	tick 5
+	check "fio is writing when the port goes" kill -0 $fpid
+	: > /run/nvmet-mdev/unlink
+	for ((i = 0; i < 600; i++)); do
+		st=$(ctrl_state)
+		[ "$st" = "$last" ] && [ $((i % 30)) -ne 0 ] || echo "ctrl: ${i} s: $st"
+		last=$st
+		[ "$st" = dead ] || [ "$st" = gone ] && break
+		# Still there after a minute: what is blocked, on the console.
+		[ $i -eq 60 ] && echo w > /proc/sysrq-trigger
+		tick 1
+	done
+	check "the driver gave the controller up ($st after $i s)" \
+		eval '[ "$st" = dead ] || [ "$st" = gone ]'
+	# fio's writes may wait for good in the multipath node's queue for a
+	# path to come back; it is not waited for (poweroff -f ends it).
+	kill -9 $fpid
+	tick 2
+	st=gone
+	[ -e /proc/$fpid/stat ] && read -r _ _ st _ < /proc/$fpid/stat
+	echo "ctrl: fio after SIGKILL: $st"
+}
+
 reboot_mid_io() {
 	# reboot_mid_io ID: reset the guest in the middle of I/O on the file
 	# system, as a crash or a watchdog would (sysrq b: no sync, no
