@@ -531,8 +531,9 @@ after_reboot() {
 	check "umount after the reboot" umount /tmp/mnt
 }
 
-# Run the steps, split at "+".  After reboot_mid_io's reboot (its mark is
-# in the run directory), only the steps after it run.
+# Run the steps, split at "+", saying how long each took.  After
+# reboot_mid_io's reboot (its mark is in the run directory), only the steps
+# after it run.
 steps=("$@" +)
 args=()
 skip=0
@@ -542,7 +543,9 @@ for a in "${steps[@]}"; do
 		if [ ${#args[@]} -gt 0 ] && [ $skip -eq 1 ]; then
 			[ "${args[0]}" = reboot_mid_io ] && skip=0
 		elif [ ${#args[@]} -gt 0 ]; then
+			t0=$SECONDS
 			"${args[@]}"
+			echo "step: ${args[0]}: $((SECONDS - t0)) s"
 		fi
 		args=()
 	else
