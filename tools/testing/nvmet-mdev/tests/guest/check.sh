@@ -279,35 +279,57 @@ tick() {
 	read -r -t "$1" -u 4
 }
 
+# verify_bg NAME SECONDS: in the background (pid in $fpid), fio writes and
+# verifies for SECONDS (randrw, 2 jobs at QD16 on the namespace's upper
+# half); verify_end WHAT: wait for it, print its output and check it
+verify_bg() {
+	local half
+	half=$(half_bytes)
+	fio --name="$1" --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randrw --bs=4k --iodepth=16 --numjobs=2 \
+		--offset="$half" --size=$((half / 4)) --offset_increment=$((half / 2)) \
+		--time_based --runtime="$2" \
+		--verify=crc32c --verify_backlog=32 --verify_fatal=1 \
+		--verify_state_save=0 --output-format=terse --terse-version=3 \
+		--output=/tmp/fio.out > /tmp/fio.err 2>&1 &
+	fpid=$!
+}
+
+verify_end() {
+	local rc
+	wait $fpid
+	rc=$?
+	print_file /tmp/fio.out
+	print_file /tmp/fio.err
+	check "fio verify across $1: status $rc" test $rc -eq 0
+	check "fio reported 0 errors" test "$(fio_errors /tmp/fio.out)" = 0
+}
+
+# write_bg NAME: in the background (pid in $fpid), fio writes to the
+# namespace for good, going on past errors
+write_bg() {
+	fio --name="$1" --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randwrite --bs=4k --iodepth=8 --time_based --runtime=900 \
+		--continue_on_error=all --output=/tmp/fio.out > /tmp/fio.err 2>&1 &
+	fpid=$!
+}
+
 reset_io() {
 	# reset_io RESETS: the guest resets its controller RESETS times while
 	# fio writes and verifies (randrw, 2 jobs at QD16 on the namespace's
 	# upper half).  Commands cut off by a reset are the driver's to retry
 	# (boot with nvme_core.max_retries > 0).
-	local rc i fpid half
-	half=$(half_bytes)
+	local i fpid
 	cd /tmp || return
 	dmesg -C
-	fio --name=reset --filename=$dev --direct=1 --ioengine=io_uring \
-		--rw=randrw --bs=4k --iodepth=16 --numjobs=2 \
-		--offset="$half" --size=$((half / 4)) --offset_increment=$((half / 2)) \
-		--time_based --runtime=$((60 + 20 * $1)) \
-		--verify=crc32c --verify_backlog=32 --verify_fatal=1 \
-		--verify_state_save=0 --output-format=terse --terse-version=3 \
-		--output=/tmp/fio.out > /tmp/fio.err 2>&1 &
-	fpid=$!
+	verify_bg reset $((60 + 20 * $1))
 	tick 20
 	for ((i = 1; i <= $1; i++)); do
 		check "fio is running at reset $i" kill -0 $fpid
 		check "reset $i during I/O" eval "echo 1 > $ctrl/reset_controller"
 		tick 5
 	done
-	wait $fpid
-	rc=$?
-	print_file /tmp/fio.out
-	print_file /tmp/fio.err
-	check "fio verify across $1 resets: status $rc" test $rc -eq 0
-	check "fio reported 0 errors" test "$(fio_errors /tmp/fio.out)" = 0
+	verify_end "$1 resets"
 	dmesg_clean "across the resets"
 }
 
@@ -325,19 +347,11 @@ bus_master_io() {
 	# already posted, no I/O completes and commands stay in flight; set
 	# again, I/O goes on by itself; then the driver resets the
 	# controller, and fio verifies everything it wrote.
-	local rc fpid half bdf a b c ir iw
+	local fpid bdf a b c ir iw
 	bdf=$(basename "$(readlink -f $ctrl/device)")
-	half=$(half_bytes)
 	cd /tmp || return
 	dmesg -C
-	fio --name=bme --filename=$dev --direct=1 --ioengine=io_uring \
-		--rw=randrw --bs=4k --iodepth=16 --numjobs=2 \
-		--offset="$half" --size=$((half / 4)) --offset_increment=$((half / 2)) \
-		--time_based --runtime=60 \
-		--verify=crc32c --verify_backlog=32 --verify_fatal=1 \
-		--verify_state_save=0 --output-format=terse --terse-version=3 \
-		--output=/tmp/fio.out > /tmp/fio.err 2>&1 &
-	fpid=$!
+	verify_bg bme 60
 	tick 15
 	check "fio is running before bus mastering goes off" kill -0 $fpid
 	check "bus mastering off ($bdf)" setpci -s "$bdf" COMMAND=0:4
@@ -355,12 +369,7 @@ bus_master_io() {
 	check "I/O goes on without a reset ($b, then $c)" test "$c" -gt "$b"
 	check "reset after bus mastering came back" \
 		eval "echo 1 > $ctrl/reset_controller"
-	wait $fpid
-	rc=$?
-	print_file /tmp/fio.out
-	print_file /tmp/fio.err
-	check "fio verify across bus mastering off and on: status $rc" test $rc -eq 0
-	check "fio reported 0 errors" test "$(fio_errors /tmp/fio.out)" = 0
+	verify_end "bus mastering off and on"
 	dmesg_clean "around bus mastering off"
 }
 
@@ -424,10 +433,7 @@ ns_off_on() {
 	# the namespace comes back on the next event and fio verifies on it
 	local fpid s
 	cd /tmp || return
-	fio --name=nsoff --filename=$dev --direct=1 --ioengine=io_uring \
-		--rw=randwrite --bs=4k --iodepth=8 --time_based --runtime=900 \
-		--continue_on_error=all --output=/tmp/fio.out > /tmp/fio.err 2>&1 &
-	fpid=$!
+	write_bg nsoff
 	tick 5
 	check "fio is writing when the namespace goes" kill -0 $fpid
 	: > /run/nvmet-mdev/io
@@ -457,10 +463,7 @@ ctrl_removed() {
 	# fio's writes fail, nothing hangs
 	local fpid i st last=
 	cd /tmp || return
-	fio --name=unlink --filename=$dev --direct=1 --ioengine=io_uring \
-		--rw=randwrite --bs=4k --iodepth=8 --time_based --runtime=900 \
-		--continue_on_error=all --output=/tmp/fio.out > /tmp/fio.err 2>&1 &
-	fpid=$!
+	write_bg unlink
 	tick 5
 	check "fio is writing when the port goes" kill -0 $fpid
 	: > /run/nvmet-mdev/unlink
