@@ -12,7 +12,8 @@
 # to unplug the device (the guest kernel has no PCIe hotplug, so it keeps
 # it); the removal waits while QEMU has the device open, the guest's I/O
 # goes on, and the removal completes once QEMU has closed the device at the
-# guest's power-off.
+# guest's power-off and the test has closed the vfio cdev it holds open
+# (without binding it) so that the device's counters outlive QEMU.
 # timeout: 1800
 . "$(dirname "$0")/../lib.sh"
 export NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-1500}
@@ -60,29 +61,41 @@ if ! compgen -G "/tmp/lv/*/up" >/dev/null; then
 	exit
 fi
 
-# The removal, while the guest's I/O starts.
-stats=/sys/kernel/debug/nvmet-mdev/$u/stats
-(echo 1 > "/sys/bus/mdev/devices/$u/remove") 2>/tmp/remove.err &
+# The removal, while the guest's I/O starts.  An open vfio cdev holds the
+# device registered as QEMU's does: the counters stay readable after
+# QEMU has gone, however fast it goes after the guest's shutdown.
+cdev=$(compgen -G "/sys/bus/mdev/devices/$u/vfio-dev/vfio*")
+exec 8<>"/dev/vfio/devices/${cdev##*/}" || die "open the vfio cdev"
+# The remover must not inherit it: it would wait for itself.
+(echo 1 > "/sys/bus/mdev/devices/$u/remove") 8<&- 2>/tmp/remove.err &
 rp=$!
 removal=$SECONDS
+# Still blocked in the write: not a zombie, and the driver's remove has
+# not gone past vfio_unregister_group_dev() (the debugfs directory).
+removal_waits() {
+	local st
+	read -r _ _ st _ < "/proc/$rp/stat" 2>/dev/null &&
+		[ "$st" != Z ] && [ -d "/sys/kernel/debug/nvmet-mdev/$u" ]
+}
 for d in /tmp/lv/*/; do
 	touch "${d}go"
 done
 read -r -t 20 -u 9
 tap_ok "the removal waits while QEMU has the device open (the mdev left the bus)" \
-	test -d "/proc/$rp" -a ! -e "/sys/bus/mdev/devices/$u"
-# The device's counters live as long as the mdev: the last look before it
-# goes shows the guest's shutdown at power-off.
-shutdowns=
+	eval 'removal_waits && [ ! -e "/sys/bus/mdev/devices/$u" ]'
 while kill -0 $p 2>/dev/null; do
-	while read -r name val; do
-		[ "$name" = shutdowns ] && shutdowns=$val
-	done < "$stats" 2>/dev/null
 	read -r -t 1 -u 9
 done
 wait $p
 rc=$?
 guest_end=$SECONDS
+out=$(cat /tmp/lv.out)
+tap_ok "the libvirt guest ran clean (status $rc)" test $rc -eq 0
+guest_checks "libvirt guest" "$out"
+guest_shutdown "libvirt guest" "$u" "$out"
+read -r -t 2 -u 9
+tap_ok "the removal waits while the test holds the vfio cdev" removal_waits
+exec 8<&-
 end=$((SECONDS + 60))
 while kill -0 $rp 2>/dev/null && [ $SECONDS -lt $end ]; do
 	read -r -t 1 -u 9
@@ -90,13 +103,11 @@ done
 kill -0 $rp 2>/dev/null && kill $rp
 wait $rp
 rrc=$?
-out=$(cat /tmp/lv.out)
-tap_ok "the libvirt guest ran clean (status $rc)" test $rc -eq 0
-guest_checks "libvirt guest" "$out"
-guest_shutdown "libvirt guest" "$u" "$out" "$shutdowns"
 tap_ok "the domain is gone after the guest powered off" \
 	test -z "$("${virsh[@]}" list --all --name)"
-tap_ok "the removal completed once QEMU let go (status $rrc, $((SECONDS - removal)) s after it began, guest gone after $((guest_end - removal)) s)" \
+msg="status $rrc, $((SECONDS - removal)) s after it began"
+msg+=", guest gone after $((guest_end - removal)) s"
+tap_ok "the removal completed once QEMU and the test let go ($msg)" \
 	test $rrc -eq 0 -a ! -e "/sys/bus/mdev/devices/$u"
 sed 's/^/# removal: /' /tmp/remove.err
 # What QEMU said about the request (its log under libvirt).
