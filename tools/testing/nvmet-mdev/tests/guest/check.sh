@@ -273,9 +273,15 @@ ack_check() {
 }
 
 # tick SECONDS: sleep with builtins (a read with a timeout from a FIFO
-# nobody writes): an exec costs a nested guest seconds.
+# nobody writes): an exec costs a nested guest seconds.  Each process opens
+# the FIFO for itself: when a command substitution ($(wait_for ...)) ticks
+# first, its parent must still get a descriptor of its own.
 tick() {
-	[ -p /tmp/tick.fifo ] || { mkfifo /tmp/tick.fifo && exec 4<>/tmp/tick.fifo; }
+	if [ "${tick_pid-}" != "$BASHPID" ]; then
+		[ -p /tmp/tick.fifo ] || mkfifo /tmp/tick.fifo 2>/dev/null
+		exec 4<>/tmp/tick.fifo
+		tick_pid=$BASHPID
+	fi
 	read -r -t "$1" -u 4
 }
 
@@ -319,11 +325,15 @@ reset_io() {
 	# fio writes and verifies (randrw, 2 jobs at QD16 on the namespace's
 	# upper half).  Commands cut off by a reset are the driver's to retry
 	# (boot with nvme_core.max_retries > 0).
-	local i fpid
+	local i fpid base t
 	cd /tmp || return
 	dmesg -C
+	base=$(blk_done)
 	verify_bg reset $((60 + 20 * $1))
-	tick 20
+	t=$(wait_for 120 io_past $((base + 32)))
+	check "fio's I/O flows before the resets (after $t s)" \
+		io_past $((base + 32))
+	tick 5
 	for ((i = 1; i <= $1; i++)); do
 		check "fio is running at reset $i" kill -0 $fpid
 		check "reset $i during I/O" eval "echo 1 > $ctrl/reset_controller"
@@ -340,6 +350,14 @@ blk_done() {
 	echo $((st[0] + st[4]))
 }
 
+# io_past N: the namespace's block device has completed more than N I/Os.
+# fio's start (an exec, its job processes, their io_uring) takes a nested
+# guest many seconds, far more on a slow machine: a step that acts on I/O
+# in flight waits for this, not for a fixed time.
+io_past() {
+	[ "$(blk_done)" -gt "$1" ]
+}
+
 bus_master_io() {
 	# bus_master_io: while fio writes and verifies (randrw, 2 jobs at
 	# QD16), the guest clears Bus Master Enable in the controller's PCI
@@ -347,12 +365,16 @@ bus_master_io() {
 	# already posted, no I/O completes and commands stay in flight; set
 	# again, I/O goes on by itself; then the driver resets the
 	# controller, and fio verifies everything it wrote.
-	local fpid bdf a b c ir iw
+	local fpid bdf a b c ir iw base t
 	bdf=$(basename "$(readlink -f $ctrl/device)")
 	cd /tmp || return
 	dmesg -C
+	base=$(blk_done)
 	verify_bg bme 60
-	tick 15
+	t=$(wait_for 120 io_past $((base + 32)))
+	check "fio's I/O flows before bus mastering goes off (after $t s)" \
+		io_past $((base + 32))
+	tick 2
 	check "fio is running before bus mastering goes off" kill -0 $fpid
 	check "bus mastering off ($bdf)" setpci -s "$bdf" COMMAND=0:4
 	tick 1
