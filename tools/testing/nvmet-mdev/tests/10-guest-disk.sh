@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # A nested guest's stock nvme driver gets a working disk: identify data,
-# fio randrw with crc32c verify at 4k (3 jobs of 16 MiB; 2 of 4 MiB without
+# fio randrw with crc32c verify at 4k (3 jobs of 4 MiB; 2 of 4 MiB without
 # shadow doorbells) and 128k (2 jobs of 8 MiB), and 1 MiB I/O at MDTS, with
 # shadow doorbells on (large I/O through SGLs) and off (every doorbell
 # through BAR0, PRP lists only: nvme.sgl_threshold=0); the guest's nvme
@@ -21,9 +21,12 @@ uuid=$(create_mdev 1) || die "create mdev"
 attr=/sys/bus/mdev/devices/$uuid
 # One vCPU: nvme takes at most one write queue (more is "invalid").
 queues="nvme.write_queues=1 nvme.poll_queues=1"
-# Each guest boots (minutes) and does about 18000 verified I/Os: the first
-# took ~750 s beside another test VM, and ran past 840 s with three VMs and
-# a kernel build on the two cores (2026-12-02).
+# Each guest boots (minutes) and does about 6000 verified I/Os.  With 3
+# jobs of 16 MiB at 4k (18000 I/Os) the first took ~750 s beside another
+# test VM on one machine (2026-12-02); on a machine whose TCG ran about 2.5
+# times slower, that 4k fio alone took 408 s of the guest's time at 39 IOPS
+# (2026-12-03, issue 10), and make check no longer fitted CI's 90 minutes.
+# Throughput is the benchmark's to measure (bench.sh), beside QEMU's NVMe.
 export NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-1200}
 
 # Two guests (a nested guest takes minutes to boot here): shadow doorbells
@@ -31,7 +34,7 @@ export NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-1200}
 for sdb in 1 0; do
 	echo $sdb > $attr/shadow_doorbells || die "set shadow_doorbells"
 	echo 8 > $attr/mdts
-	extra=; mode=SGL; fio4k="16 3"; more="+ moderated"
+	extra=; mode=SGL; fio4k="4 3"; more="+ moderated"
 	# The moderation applies to trapped doorbells (the default of a
 	# 1-CPU host); the second guest keeps the default.
 	mmap=off

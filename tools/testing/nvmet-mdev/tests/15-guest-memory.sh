@@ -47,7 +47,7 @@ sampler=$!
 id=$((SRANDOM % 1000000000 + 1))
 out=$(run_guest --mdev "$uuid" --mem ${guest_mib}M \
 	--qemu-args "-mem-path /dev/hugepages" -- \
-	$g high_dma $id + fio_verify 4k 16 4 + fio_verify 64k 16 2 + dmesg_clean)
+	$g high_dma $id + fio_verify 4k 4 4 + fio_verify 64k 8 2 + dmesg_clean)
 rc=$?
 kill $sampler
 wait $sampler 2>/dev/null

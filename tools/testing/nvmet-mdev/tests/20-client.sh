@@ -21,9 +21,9 @@ echo on > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap"
 
 # Conformance and hostile cases with doorbells written through the mmap'ed
 # page, as a KVM guest does; then the seeded fuzzer per doorbell mode
-# (mmap'ed page and trapped writes): 2 runs of 30k commands and 3k random
+# (mmap'ed page and trapped writes): 2 runs of 20k commands and 2k random
 # register/doorbell/config writes each (20-client-iommufd.sh: 2 runs of
-# 20k and 2k, 100k commands and 10k writes in all).  A run that ends on
+# 10k and 1k, 60k commands and 6k writes in all).  A run that ends on
 # its time budget (NVMET_MDEV_FUZZ_SECS) before its budgets fails; so do
 # the totals below when a run is missing.  Each run also reports its host
 # budgets (memory, idle CPU, pinned pages, kernel log).
@@ -31,8 +31,8 @@ c=$NVMET_MDEV_HARNESS/client/run.sh
 "$c" -b "$b" -t regs_test -t admin_test -t io_test -t irq_test -t hostile_test \
 	"$uuid" /tmp/client.img
 rc=$?
-export NVMET_MDEV_FUZZ_CMDS=${NVMET_MDEV_FUZZ_CMDS:-30000}
-export NVMET_MDEV_FUZZ_WRITES=${NVMET_MDEV_FUZZ_WRITES:-3000}
+export NVMET_MDEV_FUZZ_CMDS=${NVMET_MDEV_FUZZ_CMDS:-20000}
+export NVMET_MDEV_FUZZ_WRITES=${NVMET_MDEV_FUZZ_WRITES:-2000}
 export NVMET_MDEV_FUZZ_SECS=${NVMET_MDEV_FUZZ_SECS:-900}
 runs=2
 fuzz_start=$SECONDS
