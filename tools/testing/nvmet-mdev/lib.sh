@@ -41,6 +41,21 @@ die() {
 	exit 1
 }
 
+# pause SECONDS: wait, without an exec.  In the host VM an exec (sleep's
+# too) costs about a quarter of a second of its one vCPU, which the nested
+# guests share: a loop that sleeps each second while a guest runs would
+# take that much of the guest's time.  A read with a timeout from a FIFO
+# that nobody writes waits instead.
+pause() {
+	if [ -z "${_pause_fd-}" ]; then
+		mkfifo "/tmp/.pause.$BASHPID" &&
+			exec {_pause_fd}<>"/tmp/.pause.$BASHPID"
+		rm -f "/tmp/.pause.$BASHPID"
+	fi
+	read -r -t "$1" -u "$_pause_fd"
+	return 0
+}
+
 # --- nvmet configfs -------------------------------------------------------
 
 # make_subsys NQN BACKING [SIZE]: a subsystem with one namespace on BACKING,

@@ -43,7 +43,7 @@ settle() {
 	local i
 	for ((i = 0; i < 100; i++)); do
 		"$@" && return 0
-		sleep 0.2
+		pause 0.2
 	done
 	return 1
 }
@@ -68,14 +68,15 @@ guest=$!
 # (770 s under that load).
 want=64 acks=0 f=
 while kill -0 $guest 2>/dev/null; do
-	f=$(echo $rundir/*/acks)
-	[ -f "$f" ] && read -r acks < "$f"
+	for f in "$rundir"/*/acks; do
+		[ -f "$f" ] && read -r acks < "$f"
+	done
 	[ "${acks:-0}" -ge $want ] && break
-	sleep 1
+	pause 1
 done
 [ "${acks:-0}" -ge $want ] ||
 	{ cat /tmp/guest1.out; die "the guest never wrote $want blocks"; }
-sleep 5
+pause 5
 pins1=$(pins)
 n1=$(nctrls)
 read -r acks < "$f"

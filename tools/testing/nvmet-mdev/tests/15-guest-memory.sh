@@ -24,8 +24,12 @@ pins() {
 	awk '/^nr_foll_pin_acquired / { a = $2 } /^nr_foll_pin_released / { r = $2 }
 		END { print a - r }' /proc/vmstat
 }
+# huge Total|Free: the huge page pool, read with builtins (see pause).
 huge() {
-	awk -v k="HugePages_$1:" '$1 == k { print $2 }' /proc/meminfo
+	local k v _
+	while read -r k v _; do
+		[ "$k" = "HugePages_$1:" ] && echo "$v" && return
+	done < /proc/meminfo
 }
 
 mkdir -p /dev/hugepages
@@ -38,7 +42,7 @@ pins0=$(pins)
 # The fewest free huge pages while the guest runs.
 (
 	low=$nr_huge
-	while sleep 2; do
+	while pause 2; do
 		f=$(huge Free)
 		[ "$f" -lt "$low" ] && low=$f && echo "$low" > /tmp/huge-low
 	done
@@ -58,7 +62,7 @@ low=$(cat /tmp/huge-low 2>/dev/null || echo $nr_huge)
 # The guest's kernel alone touches more than 64 MiB of its memory.
 tap_ok "the guest's memory came from huge pages (down to $low of $nr_huge free)" \
 	test "$low" -lt $((nr_huge - 32))
-settle() { local i; for ((i = 0; i < 20; i++)); do "$@" && return; sleep 1; done; "$@"; }
+settle() { local i; for ((i = 0; i < 20; i++)); do "$@" && return; pause 1; done; "$@"; }
 free_again() { [ "$(huge Free)" = "$nr_huge" ]; }
 pins_back() { [ "$(pins)" -le "$pins0" ]; }
 settle free_again

@@ -29,7 +29,7 @@ wait_guest() {
 	local end=$((SECONDS + $2))
 	while [ $SECONDS -lt $end ] && kill -0 "$gpid" 2>/dev/null; do
 		compgen -G "$run/*/$1" >/dev/null && return 0
-		sleep 1
+		pause 1
 	done
 	compgen -G "$run/*/$1" >/dev/null
 }
@@ -60,7 +60,7 @@ if wait_guest unlink 600; then
 	echo "# host: unlinking the subsystem from the port"
 	tap_ok "unlink the subsystem from the port under I/O" unlink_subsys 1 $nqn
 	tap_ok "remove the port" rmdir $NVMET_CFS/ports/1
-	sleep 5
+	pause 5
 	# The mdev has left the bus and the parent the mdev_bus class; the
 	# rest of their removal waits.
 	tap_ok "the port's mdev parent waits for QEMU to let go" \
@@ -73,7 +73,7 @@ fi
 # five minutes after the port went, say where it is and stop it.
 end=$((SECONDS + 300))
 while kill -0 $gpid 2>/dev/null && [ $SECONDS -lt $end ]; do
-	sleep 2
+	pause 2
 done
 kill -0 $gpid 2>/dev/null && guest_stuck $run "the guest has not ended 5 min after the port went"
 wait $gpid
@@ -88,7 +88,7 @@ gone() {
 	[ ! -e /sys/class/nvmet-mdev/nvmet-mdev-port1 ] &&
 		[ ! -e /sys/kernel/debug/nvmet-mdev/$uuid ]
 }
-for ((i = 0; i < 30; i++)); do gone && break; sleep 1; done
+for ((i = 0; i < 30; i++)); do gone && break; pause 1; done
 tap_ok "the mdev and the port's parent are gone once QEMU has exited (after $i s)" gone
 tap_ok "the port can be made again" make_port 1
 tap_ok "and the subsystem linked to it" link_subsys 1 $nqn
