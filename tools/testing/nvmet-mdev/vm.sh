@@ -15,7 +15,8 @@
 # The console is streamed to stdout.  The exit status is the command's, but
 # a kernel splat (BUG, WARNING, Oops, KASAN, UBSAN, lockdep, RCU stall,
 # hung task, soft lockup, ...) in the VM's log fails the run (status 99),
-# and a VM that died before reporting a status gives 98.
+# and a VM that died before reporting a status gives 98, one that reported
+# its status but did not power off within the timeout 97.
 #
 # Options:
 #   --smp N          vCPUs (default 1; see the README on TCG and 2 vCPUs)
@@ -298,6 +299,7 @@ if [ $guest -eq 0 ] && [ $interactive -eq 0 ]; then
 	watch=$!
 fi
 
+started=$SECONDS
 if [ $libvirt -eq 1 ]; then
 	libvirt_guest
 	qemu_rc=$?
@@ -343,6 +345,14 @@ rc=
 if [[ ! $rc =~ ^[0-9]+$ ]]; then
 	echo "vm.sh: the VM died before the command finished (qemu status $qemu_rc)" >&2
 	rc=98
+elif [ "$qemu_rc" -eq 124 ] ||
+     { [ "$qemu_rc" -eq 137 ] && [ $((SECONDS - started)) -ge "$timeout" ]; }; then
+	# timeout(1) stopped QEMU after the command had finished: the VM
+	# hung on its way down (a driver's shutdown, say), which must not
+	# pass as a clean run.
+	echo "vm.sh: the command finished (status $rc), but the VM" \
+		"did not power off before its timeout ($timeout s)" >&2
+	rc=97
 fi
 if [ -n "$splats" ]; then
 	echo "vm.sh: kernel splat detected:" >&2

@@ -57,7 +57,7 @@ rm -rf /tmp/g1 /tmp/g2
 mkdir -p /tmp/g1 /tmp/g2
 TMPDIR=/tmp/g1 NVMET_MDEV_GUEST_TIMEOUT=$((3 * NVMET_MDEV_GUEST_TIMEOUT + 600)) \
 	run_guest --mdev "$u1" --mem 768M -- \
-	$g meet + fio_verify 4k 4 3 + dmesg_clean > /tmp/g1.out 2>/dev/null &
+	$g meet + fio_verify 4k 4 3 + dmesg_clean > /tmp/g1.out 2>/tmp/g1.err &
 p1=$!
 if ! wait_up /tmp/g1 $p1; then
 	wait $p1
@@ -66,10 +66,11 @@ if ! wait_up /tmp/g1 $p1; then
 	tap_done
 	exit
 fi
-TMPDIR=/tmp/g2 NVMET_MDEV_GUEST_TIMEOUT=$((2 * NVMET_MDEV_GUEST_TIMEOUT)) \
+# Guest 2 boots about twice as slowly (every device on INTx).
+TMPDIR=/tmp/g2 NVMET_MDEV_GUEST_TIMEOUT=$((3 * NVMET_MDEV_GUEST_TIMEOUT)) \
 	run_guest --mdev "$u2" --mem 768M --append pci=nomsi -- \
 	$g meet + fio_verify 4k 4 3 + intx + ids 0x1d1d 0x1af4 + dmesg_clean \
-	> /tmp/g2.out 2>/dev/null &
+	> /tmp/g2.out 2>/tmp/g2.err &
 p2=$!
 wait_up /tmp/g2 $p2
 for d in /tmp/g1/* /tmp/g2/*; do
@@ -77,9 +78,11 @@ for d in /tmp/g1/* /tmp/g2/*; do
 done
 wait $p1; r1=$?
 wait $p2; r2=$?
-# A guest that failed (timed out) leaves its console in the log.
+# What vm.sh said of each guest (its stderr also has the guest's console,
+# prefixed); a guest that failed (timed out) leaves its console in the log.
 for i in 1 2; do
 	eval "r=\$r$i"
+	grep -a '^vm\.sh:' /tmp/g$i.err | sed "s/^/# guest $i: /"
 	[ "$r" -eq 0 ] || sed "s/^/guest $i console| /" /tmp/g$i.out >&2
 done
 tap_ok "guest 1 clean (status $r1)" test $r1 -eq 0
