@@ -108,7 +108,11 @@ tap_ok "the $acks acknowledged blocks are in the backing file" \
 # rescan, and a shutdown at the removal and at power-off.
 resets=3
 id2=$((id + 1))
-out=$(run_guest --append nvme_core.max_retries=5 --mdev "$uuid" -- \
+# The second guest waits for fio's I/O to flow at each step (fio's start
+# alone took 83 s of the guest's time beside two other test VMs), and ran
+# past the default 900 s there.
+out=$(NVMET_MDEV_GUEST_TIMEOUT=1500 \
+	run_guest --append nvme_core.max_retries=5 --mdev "$uuid" -- \
 	$g ack_check $id "$acks" + dmesg_clean + reset_io $resets + \
 	bus_master_io + remove_rescan $id2)
 rc=$?
