@@ -42,14 +42,11 @@ TMPDIR=/tmp/lv run_guest --libvirt --mdev "$u" --mem 768M \
 	$g identify 134217728 8 1 + meet + fio_verify 4k 4 3 + dmesg_clean \
 	> /tmp/lv.out 2>/dev/null &
 p=$!
-# Waits with builtins (a read with a timeout from a FIFO nobody writes):
-# an exec in the host VM costs the guest time.
-mkfifo /tmp/tick.fifo
-exec 9<>/tmp/tick.fifo
+# Waits with builtins (pause): an exec in the host VM costs the guest time.
 end=$((SECONDS + NVMET_MDEV_GUEST_TIMEOUT))
 while kill -0 $p 2>/dev/null && ! compgen -G "/tmp/lv/*/up" >/dev/null &&
       [ $SECONDS -lt $end ]; do
-	read -r -t 2 -u 9
+	pause 2
 done
 if ! compgen -G "/tmp/lv/*/up" >/dev/null; then
 	kill -0 $p 2>/dev/null && "${virsh[@]}" destroy "$("${virsh[@]}" list --name)"
@@ -80,11 +77,11 @@ removal_waits() {
 for d in /tmp/lv/*/; do
 	touch "${d}go"
 done
-read -r -t 20 -u 9
+pause 20
 tap_ok "the removal waits while QEMU has the device open (the mdev left the bus)" \
 	eval 'removal_waits && [ ! -e "/sys/bus/mdev/devices/$u" ]'
 while kill -0 $p 2>/dev/null; do
-	read -r -t 1 -u 9
+	pause 1
 done
 wait $p
 rc=$?
@@ -93,12 +90,12 @@ out=$(cat /tmp/lv.out)
 tap_ok "the libvirt guest ran clean (status $rc)" test $rc -eq 0
 guest_checks "libvirt guest" "$out"
 guest_shutdown "libvirt guest" "$u" "$out"
-read -r -t 2 -u 9
+pause 2
 tap_ok "the removal waits while the test holds the vfio cdev" removal_waits
 exec 8<&-
 end=$((SECONDS + 60))
 while kill -0 $rp 2>/dev/null && [ $SECONDS -lt $end ]; do
-	read -r -t 1 -u 9
+	pause 1
 done
 kill -0 $rp 2>/dev/null && kill $rp
 wait $rp

@@ -287,10 +287,12 @@ tick() {
 
 # verify_bg NAME SECONDS: in the background (pid in $fpid), fio writes and
 # verifies for SECONDS (randrw, 2 jobs at QD16 on the namespace's upper
-# half); verify_end WHAT: wait for it, print its output and check it
+# half); verify_flows WHAT: check that its I/O flows before WHAT;
+# verify_end WHAT: wait for it, print its output and check it
 verify_bg() {
 	local half
 	half=$(half_bytes)
+	fbase=$(blk_done)
 	fio --name="$1" --filename=$dev --direct=1 --ioengine=io_uring \
 		--rw=randrw --bs=4k --iodepth=16 --numjobs=2 \
 		--offset="$half" --size=$((half / 4)) --offset_increment=$((half / 2)) \
@@ -299,6 +301,12 @@ verify_bg() {
 		--verify_state_save=0 --output-format=terse --terse-version=3 \
 		--output=/tmp/fio.out > /tmp/fio.err 2>&1 &
 	fpid=$!
+}
+
+verify_flows() {
+	local t
+	t=$(wait_for 120 io_past $((fbase + 32)))
+	check "fio's I/O flows before $1 (after $t s)" io_past $((fbase + 32))
 }
 
 verify_end() {
@@ -325,14 +333,11 @@ reset_io() {
 	# fio writes and verifies (randrw, 2 jobs at QD16 on the namespace's
 	# upper half).  Commands cut off by a reset are the driver's to retry
 	# (boot with nvme_core.max_retries > 0).
-	local i fpid base t
+	local i fpid fbase
 	cd /tmp || return
 	dmesg -C
-	base=$(blk_done)
 	verify_bg reset $((60 + 20 * $1))
-	t=$(wait_for 120 io_past $((base + 32)))
-	check "fio's I/O flows before the resets (after $t s)" \
-		io_past $((base + 32))
+	verify_flows "the resets"
 	tick 5
 	for ((i = 1; i <= $1; i++)); do
 		check "fio is running at reset $i" kill -0 $fpid
@@ -365,15 +370,12 @@ bus_master_io() {
 	# already posted, no I/O completes and commands stay in flight; set
 	# again, I/O goes on by itself; then the driver resets the
 	# controller, and fio verifies everything it wrote.
-	local fpid bdf a b c ir iw base t
+	local fpid fbase bdf a b c ir iw
 	bdf=$(basename "$(readlink -f $ctrl/device)")
 	cd /tmp || return
 	dmesg -C
-	base=$(blk_done)
 	verify_bg bme 60
-	t=$(wait_for 120 io_past $((base + 32)))
-	check "fio's I/O flows before bus mastering goes off (after $t s)" \
-		io_past $((base + 32))
+	verify_flows "bus mastering goes off"
 	tick 2
 	check "fio is running before bus mastering goes off" kill -0 $fpid
 	check "bus mastering off ($bdf)" setpci -s "$bdf" COMMAND=0:4
