@@ -64,7 +64,7 @@ for d in "${disks[@]}"; do
 	*) echo "bench.sh: NVMET_MDEV_BENCH_DISKS: no disk \"$d\"" >&2; exit 2 ;;
 	esac
 done
-# name rw bs iodepth
+# name rw bs iodepth [numjobs]
 fio_jobs=(
 	"4k-randread-QD1 randread 4k 1"
 	"4k-randread-QD32 randread 4k 32"
@@ -72,6 +72,7 @@ fio_jobs=(
 	"4k-randwrite-QD32 randwrite 4k 32"
 	"128k-seqread-QD8 read 128k 8"
 	"128k-seqwrite-QD8 write 128k 8"
+	"4k-randrw-QD16x3 randrw 4k 16 3"
 )
 if [ -n "${NVMET_MDEV_BENCH_JOBS:-}" ]; then
 	all_jobs=("${fio_jobs[@]}")
@@ -160,6 +161,7 @@ guest_main() {
 		echo "ramp_time=$ramp"
 		echo "norandommap=1"
 		echo "randrepeat=0"
+		echo "group_reporting=1"
 		for j in "${fio_jobs[@]}"; do
 			set -- $j
 			for d in "${disks[@]}"; do
@@ -169,6 +171,7 @@ guest_main() {
 				echo "rw=$2"
 				echo "bs=$3"
 				echo "iodepth=$4"
+				echo "numjobs=${5:-1}"
 			done
 		done
 	} > /tmp/bench.fio
@@ -182,12 +185,17 @@ guest_main() {
 		mark start "$j"
 		wait $! || rc=1
 		mark end "$j"
-		# JOB DISK IOPS BYTES/S MEAN-LATENCY-NS P99-CLAT-NS ERROR
-		jq -r '.jobs[] |
-			(if .read.total_ios > 0 then .read else .write end) as $x |
-			(.jobname | split("@")) as $n |
-			"bench: \($n[0]) \($n[1]) \($x.iops) \($x.bw_bytes) " +
-			"\($x.lat_ns.mean) \($x.clat_ns.percentile["99.000000"] // 0) " +
+		# JOB DISK IOPS BYTES/S MEAN-LATENCY-NS P99-CLAT-NS ERROR, reads
+		# and writes together (a mixed job's p99 is the worse of the two)
+		jq -r '.jobs[] | .read as $r | .write as $w |
+			($r.total_ios + $w.total_ios) as $n |
+			(.jobname | split("@")) as $j |
+			"bench: \($j[0]) \($j[1]) \($r.iops + $w.iops) " +
+			"\($r.bw_bytes + $w.bw_bytes) " +
+			"\(if $n > 0 then ($r.lat_ns.mean * $r.total_ios +
+				$w.lat_ns.mean * $w.total_ios) / $n else 0 end) " +
+			"\([$r.clat_ns.percentile["99.000000"] // 0,
+			    $w.clat_ns.percentile["99.000000"] // 0] | max) " +
 			"\(.error)"' /tmp/fio.json
 		[ $rc -eq 0 ] || sed 's/^/bench-err: /' /tmp/fio.err | head -20
 	done
@@ -332,12 +340,13 @@ for line in open(sys.argv[2], errors="replace"):
 
 disks = info.get("disks", "mdev mdev-alt qemu-nvme virtio-blk").split()
 jobs = ["4k-randread-QD1", "4k-randread-QD32", "4k-randwrite-QD1", "4k-randwrite-QD32",
-        "128k-seqread-QD8", "128k-seqwrite-QD8"]
+        "128k-seqread-QD8", "128k-seqwrite-QD8", "4k-randrw-QD16x3"]
 jobs = [j for j in jobs if any((j, d) in res for d in disks)]
 labels = {"4k-randread-QD1": "4k randread QD1", "4k-randread-QD32": "4k randread QD32",
           "4k-randwrite-QD1": "4k randwrite QD1",
           "4k-randwrite-QD32": "4k randwrite QD32", "128k-seqread-QD8": "128k seqread QD8",
-          "128k-seqwrite-QD8": "128k seqwrite QD8"}
+          "128k-seqwrite-QD8": "128k seqwrite QD8",
+          "4k-randrw-QD16x3": "4k randrw QD16 x3 jobs"}
 
 def ok(j, d):
     r = res.get((j, d))
