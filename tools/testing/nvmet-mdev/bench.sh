@@ -316,7 +316,7 @@ for line in open(sys.argv[1], errors="replace"):
         extra[k].append(v)
     else:
         info[k] = v
-devs, res = {}, {}
+devs, res, jobs = {}, {}, []
 for line in open(sys.argv[2], errors="replace"):
     line = line.rstrip("\r\n")
     if line.startswith("bench-info: "):
@@ -330,6 +330,8 @@ for line in open(sys.argv[2], errors="replace"):
             guest[f[0]] = f[1] if len(f) > 1 else ""
     elif line.startswith("bench: "):
         f = line.split()
+        if f[1] not in jobs:
+            jobs.append(f[1])               # in the order they ran
         res[(f[1], f[2])] = (float(f[3]), float(f[4]), float(f[5]) / 1000,
                              float(f[6]) / 1000, f[7])
     elif line.startswith("bench-dmesg: ") or line.startswith("bench-err: "):
@@ -339,14 +341,9 @@ for line in open(sys.argv[2], errors="replace"):
         extra["qemu"].append(line)
 
 disks = info.get("disks", "mdev mdev-alt qemu-nvme virtio-blk").split()
-jobs = ["4k-randread-QD1", "4k-randread-QD32", "4k-randwrite-QD1", "4k-randwrite-QD32",
-        "128k-seqread-QD8", "128k-seqwrite-QD8", "4k-randrw-QD16x3"]
 jobs = [j for j in jobs if any((j, d) in res for d in disks)]
-labels = {"4k-randread-QD1": "4k randread QD1", "4k-randread-QD32": "4k randread QD32",
-          "4k-randwrite-QD1": "4k randwrite QD1",
-          "4k-randwrite-QD32": "4k randwrite QD32", "128k-seqread-QD8": "128k seqread QD8",
-          "128k-seqwrite-QD8": "128k seqwrite QD8",
-          "4k-randrw-QD16x3": "4k randrw QD16 x3 jobs"}
+labels = {j: j.replace("-", " ").replace("x", " x") + (" jobs" if "x" in j else "")
+          for j in jobs}
 
 def ok(j, d):
     r = res.get((j, d))
