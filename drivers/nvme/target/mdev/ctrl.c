@@ -351,6 +351,8 @@ void nvmet_mdev_ctrl_reset(struct nvmet_mdev_ctrl *ctrl)
 	ctrl->regs.asq = 0;
 	ctrl->regs.acq = 0;
 	nvmet_mdev_regs_reset(ctrl);
+	/* Messages held while bus mastering was off go with it. */
+	nvmet_mdev_irq_flush_held(ctrl, false);
 }
 
 /* ------------------------------------------------------------------ */

@@ -197,7 +197,6 @@ static void nvmet_mdev_pci_function_reset(struct nvmet_mdev_ctrl *ctrl)
 {
 	nvmet_mdev_ctrl_reset(ctrl);
 	nvmet_mdev_pci_init(ctrl);
-	nvmet_mdev_irq_flush_held(ctrl, false);
 }
 
 void nvmet_mdev_pci_write(struct nvmet_mdev_ctrl *ctrl, u32 off,

@@ -336,8 +336,6 @@ static long nvmet_mdev_ioctl(struct vfio_device *vdev, unsigned int cmd,
 	case VFIO_DEVICE_RESET:
 		mutex_lock(&ctrl->lock);
 		nvmet_mdev_ctrl_reset(ctrl);
-		/* Messages held while bus mastering was off go with it. */
-		nvmet_mdev_irq_flush_held(ctrl, false);
 		mutex_unlock(&ctrl->lock);
 		return 0;
 	default:
