@@ -10,33 +10,49 @@
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TERM=${TERM:-linux} LANG=C.UTF-8
 
-mount -t proc proc /proc
-read -r cmdline < /proc/cmdline
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-case " $cmdline " in
-*" nvmet_mdev.guest=1 "*)
-	# A nested guest: an exec costs it seconds (a TCG-emulated KVM guest
-	# inside the host VM), so only what the guest checks need.  No
-	# modules there, and its command writes to /tmp only.
-	mount -t tmpfs -o mode=1777 tmpfs /tmp
-	mount -t tmpfs -o mode=0755 tmpfs /run
-	;;
-*)
-	mkdir -p /dev/pts /dev/shm
-	mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
-	mount -t tmpfs tmpfs /dev/shm
-	for d in /tmp /run /var/tmp /var/log /var/lib/libvirt /var/cache/libvirt /root; do
-		[ -d "$d" ] && mount -t tmpfs -o mode=0755 tmpfs "$d"
+here=${0%/*}
+# mounts TYPE SOURCE DIR DATA...: each DIR made if missing, SOURCE mounted
+# there.  Through client/out/vminit (make client), a static program that
+# makes all the system calls in one exec: an exec costs a nested guest
+# seconds (a TCG-emulated KVM guest inside the host VM), and init made a
+# dozen.  Without it, mkdir(1) and mount(8).
+vminit=$here/client/out/vminit
+[ -x "$vminit" ] || vminit=
+mounts() {
+	if [ -n "$vminit" ]; then
+		"$vminit" mount "$@"
+		return
+	fi
+	while [ $# -ge 4 ]; do
+		mkdir -p "$3"
+		mount -t "$1" ${4:+-o "$4"} "$2" "$3"
+		shift 4
 	done
-	chmod 1777 /tmp /var/tmp
-	mount -t configfs configfs /sys/kernel/config
-	[ -d /sys/kernel/debug ] && mount -t debugfs debugfs /sys/kernel/debug
-	mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+}
+
+# What both kinds of VM need; a nested guest needs no more (no modules
+# there, and its command writes to /tmp only).
+mounts proc proc /proc "" sysfs sysfs /sys "" devtmpfs devtmpfs /dev "" \
+	tmpfs tmpfs /tmp mode=1777 tmpfs tmpfs /run mode=0755 \
+	9p run /run/nvmet-mdev trans=virtio,version=9p2000.L,msize=262144
+read -r cmdline < /proc/cmdline
+case " $cmdline " in
+*" nvmet_mdev.guest=1 "*) ;;
+*)
+	m=(devpts devpts /dev/pts "gid=5,mode=620,ptmxmode=666"
+	   tmpfs tmpfs /dev/shm ""
+	   configfs configfs /sys/kernel/config ""
+	   cgroup2 cgroup2 /sys/fs/cgroup "")
+	[ -d /sys/kernel/debug ] && m+=(debugfs debugfs /sys/kernel/debug "")
+	[ -d /var/tmp ] && m+=(tmpfs tmpfs /var/tmp mode=1777)
+	for d in /var/log /var/lib/libvirt /var/cache/libvirt /root; do
+		[ -d "$d" ] && m+=(tmpfs tmpfs "$d" mode=0755)
+	done
+	mounts "${m[@]}"
 	# Our modules live in build/modules (the read-only root has no
 	# /lib/modules for this kernel): a modprobe wrapper first in PATH,
 	# and the same wrapper for the kernel's request_module().
-	top=$(cd "$(dirname "$0")/../../.." && pwd)
+	top=$here/../../..
 	mkdir -p /run/bin
 	printf '#!/bin/sh\nexec /sbin/modprobe -d %s/build/modules "$@"\n' "$top" > /run/bin/modprobe
 	chmod +x /run/bin/modprobe
@@ -45,17 +61,16 @@ case " $cmdline " in
 	ip link set lo up 2>/dev/null
 	;;
 esac
-mkdir -p /run/nvmet-mdev
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 run /run/nvmet-mdev
 read -r host < /run/nvmet-mdev/hostname || host=nvmet-mdev
 echo "$host" > /proc/sys/kernel/hostname
 # A kernel warning must end up in the log, not take the VM down.
 echo 0 > /proc/sys/kernel/panic_on_warn 2>/dev/null
 
 finish() {
+	# Synchronous: reboot(2) does not return, so PID 1 never exits.
+	[ -n "$vminit" ] && exec "$vminit" poweroff /run/nvmet-mdev/dmesg
 	dmesg > /run/nvmet-mdev/dmesg 2>/dev/null
 	sync
-	# Synchronous: reboot(2) does not return, so PID 1 never exits.
 	exec busybox poweroff -f
 }
 
