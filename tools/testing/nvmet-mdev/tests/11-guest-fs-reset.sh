@@ -26,7 +26,7 @@ id=$((SRANDOM % 1000000000 + 1))
 rundir=/tmp/reboot-run
 rm -rf $rundir && mkdir -p $rundir
 # Two boots of the guest in one QEMU.
-out=$(TMPDIR=$rundir NVMET_MDEV_GUEST_TIMEOUT=1800 run_guest --reboot --mdev "$uuid" -- \
+out=$(TMPDIR=$rundir NVMET_MDEV_GUEST_TIMEOUT=1800 run_guest --seabios --reboot --mdev "$uuid" -- \
 	$g mkfs_write + reboot_mid_io $id + after_reboot $id + dmesg_clean)
 rc=$?
 tap_ok "the guest ran clean across its reboot (status $rc)" test $rc -eq 0
