@@ -181,11 +181,12 @@ start_libvirtd() {
 
 # run_guest [vm.sh options] -- command: a nested KVM guest with our kernel.
 # Its console goes to stdout (for the caller to capture) and, prefixed, to
-# stderr, so that the test log shows the guest as it runs.  A guest with a
-# short command takes about 2 minutes from QEMU's start to its power-off
-# in the 1-vCPU host VM (its firmware, kernel and init all run
-# TCG-emulated, and each exec costs it seconds); its I/O on a loaded
-# machine is what the 15 minutes leave room for.  The guest's nvme driver
+# stderr, so that the test log shows the guest as it runs.  In the 1-vCPU
+# host VM a guest's firmware, kernel and init all run TCG-emulated and each
+# exec costs it seconds: with qboot and init.sh's vminit its command starts
+# about a minute after QEMU does on a quiet machine, two to four on a
+# loaded one; its I/O on a loaded machine is what the 15 minutes leave
+# room for.  The guest's nvme driver
 # does not retry failed commands (nvme_core.max_retries=0): a device error
 # fails the I/O that met it instead of passing unseen; a test that wants
 # retries appends its own value.

@@ -48,7 +48,8 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 
-role_cmdline= bios= smp=1 mem= qemu_args= echo_prefix= timeout=900 guest=0 append= log= interactive=0 iommufd=0 keep_going=0 libvirt=0 reboot=0 seabios=0
+role_cmdline= bios= smp=1 mem= qemu_args= echo_prefix= timeout=900 append= log=
+guest=0 interactive=0 iommufd=0 keep_going=0 libvirt=0 reboot=0 seabios=0
 kernel=${NVMET_MDEV_KERNEL:-$top/build/bzImage}
 mdevs=()
 while [ $# -gt 0 ]; do
