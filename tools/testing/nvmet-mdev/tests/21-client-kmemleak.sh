@@ -6,7 +6,9 @@
 # then the mdev is removed and nvmet-mdev unloaded, and a kmemleak scan
 # must find no new leak.  The host kernel has kmemleak built in but off unless booted with
 # kmemleak=on (CONFIG_DEBUG_KMEMLEAK_DEFAULT_OFF), hence the append line.
-# timeout: 1200
+# It takes 15 minutes or more (the other 1200 s tests take one to six), and
+# run-tests.sh starts the tests that ask for the most time first.
+# timeout: 1500
 # append: kmemleak=on
 . "$(dirname "$0")/../lib.sh"
 kl=/sys/kernel/debug/kmemleak
