@@ -34,8 +34,10 @@ static int mkdirs(const char *dir)
 	char path[4096];
 	char *p, c;
 
-	if (strlen(dir) >= sizeof(path))
+	if (!*dir || strlen(dir) >= sizeof(path)) {
+		errno = *dir ? ENAMETOOLONG : ENOENT;
 		return -1;
+	}
 	strcpy(path, dir);
 	for (p = path + 1; ; p++) {
 		if (*p != '/' && *p)
