@@ -186,10 +186,10 @@ start_libvirtd() {
 # exec costs it seconds: with qboot and init.sh's vminit its command starts
 # about a minute after QEMU does on a quiet machine, two to four on a
 # loaded one; its I/O on a loaded machine is what the 15 minutes leave
-# room for.  The guest's nvme driver
-# does not retry failed commands (nvme_core.max_retries=0): a device error
-# fails the I/O that met it instead of passing unseen; a test that wants
-# retries appends its own value.
+# room for.  The guest's nvme driver does not retry failed commands
+# (nvme_core.max_retries=0): a device error fails the I/O that met it
+# instead of passing unseen; a test that wants retries appends its own
+# value.
 run_guest() {
 	"$NVMET_MDEV_HARNESS/vm.sh" --guest --timeout "${NVMET_MDEV_GUEST_TIMEOUT:-900}" \
 		--echo-prefix 'guest| ' --append nvme_core.max_retries=0 "$@"
