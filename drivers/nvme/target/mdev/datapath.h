@@ -10,7 +10,7 @@
  * open/close and dma_unmap.  Controller enable/disable run under it.
  *
  * Every SQ (admin SQ included) has a kthread that fetches and executes its
- * commands; a trapped write to an I/O SQ doorbell fetches them itself when
+ * commands; a trapped write to an SQ doorbell fetches them itself when
  * that thread is asleep (see queue.c).  Only these runners pin guest
  * memory (vfio_pin_pages()), and they never hold ctrl->lock or any other
  * lock that dma_unmap may wait for while doing so: the vfio type1 backend
@@ -20,7 +20,7 @@
  * sq->parked, NVMET_MDEV_SQ_RUNNING) instead of a lock.
  *
  * dp->qlock (mutex) serialises creation and deletion of queues (admin
- * thread, enable/disable); the queue arrays are read under RCU.
+ * commands, enable/disable); the queue arrays are read under RCU.
  *
  * cq->lock (spinlock, irqsave) protects a CQ's tail, phase, parked list
  * and coalescing state; completions are posted from any context

@@ -25,9 +25,10 @@ static unsigned int nvmet_mdev_dbbuf_slots(struct nvmet_mdev_dp *dp)
  * @prp1: shadow doorbell buffer, page aligned
  * @prp2: EventIdx buffer, page aligned, distinct from @prp1
  *
- * Runs in the admin queue thread.  The current doorbell values are copied
- * into the new shadow buffer (hosts may not clear it, e.g. after a reset)
- * with the I/O queue threads paused.
+ * Runs in the context fetching from the admin SQ (its thread, or a trapped
+ * doorbell write).  The current doorbell values are copied into the new
+ * shadow buffer (hosts may not clear it, e.g. after a reset) with the I/O
+ * queue threads paused.
  *
  * Return: NVMe status.
  */

@@ -18,6 +18,7 @@ static const char * const nvmet_mdev_stat_names[NVMET_MDEV_NR_STATS] = {
 	[NVMET_MDEV_STAT_COMMANDS]		= "commands",
 	[NVMET_MDEV_STAT_SHADOW_COMMANDS]	= "shadow_doorbell_commands",
 	[NVMET_MDEV_STAT_TRAPPED_WRITES]	= "trapped_doorbell_writes",
+	[NVMET_MDEV_STAT_TRAP_COMMANDS]		= "trap_fetched_commands",
 	[NVMET_MDEV_STAT_IRQS]			= "interrupts",
 	[NVMET_MDEV_STAT_ENABLES]		= "enables",
 	[NVMET_MDEV_STAT_SHUTDOWNS]		= "shutdowns",

@@ -146,6 +146,7 @@ enum nvmet_mdev_stat {
 	NVMET_MDEV_STAT_COMMANDS,		/* SQ entries fetched */
 	NVMET_MDEV_STAT_SHADOW_COMMANDS,	/* ... of them via a shadow doorbell */
 	NVMET_MDEV_STAT_TRAPPED_WRITES,		/* doorbell writes the VMM trapped */
+	NVMET_MDEV_STAT_TRAP_COMMANDS,		/* SQ entries fetched by them */
 	NVMET_MDEV_STAT_IRQS,			/* interrupts signalled */
 	NVMET_MDEV_STAT_ENABLES,		/* CSTS.RDY set */
 	NVMET_MDEV_STAT_SHUTDOWNS,		/* CSTS.SHST complete set */

@@ -19,7 +19,7 @@
  *	EventIdx = head (shadow dbs); mb
  *	last asleep: zap the page	write doorbell (faults if zapped)
  *	re-check own doorbells		fault: map page, admin thread watches
- *	last asleep: check all others	(trapped write: store, then kick)
+ *	last asleep: check all others	(trapped write: store, then fetch)
  *	sleep until kicked		awake threads: check the sleepers
  *
  * A doorbell write that traps (the doorbell page is not mmapped, see
@@ -27,7 +27,8 @@
  * thread: the writer, the vCPU thread of the VMM that took the exit, fetches
  * the new commands itself while the SQ's thread is asleep.  When the guest
  * shares its CPU with the device, a woken thread would only run once the
- * vCPU leaves guest mode again (a tick, a halt), one I/O per tick at worst.
+ * vCPU leaves guest mode again (a tick, a halt), one I/O per tick at worst,
+ * and one admin command per tick for a guest (firmware) that polls for it.
  * Whoever fetches from an SQ holds its NVMET_MDEV_SQ_RUNNING bit: the thread
  * from its wake-up until it sleeps again, a trapped write for one burst.
  *
@@ -234,7 +235,7 @@ static void nvmet_mdev_wait_parked(struct nvmet_mdev_sq *sq, bool drain)
 /**
  * nvmet_mdev_pause() - stop the queue threads between two commands
  * @ctrl: the controller
- * @self: the calling queue thread (admin SQ, Doorbell Buffer Config), or
+ * @self: the SQ the caller fetches from (admin SQ, Doorbell Buffer Config), or
  *	NULL for dma_unmap (ctrl->lock held): then all threads are parked and
  *	every command holding guest data pages has completed on return.
  *
@@ -252,7 +253,7 @@ void nvmet_mdev_pause(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_sq *self)
 	/* pause_count before RUNNING: pairs with nvmet_mdev_db_written() */
 	smp_mb();
 
-	/* The admin thread creates and deletes queues: park it first. */
+	/* Admin commands create and delete queues: park their SQ first. */
 	if (!self) {
 		sq = rcu_dereference_protected(dp->sqs[0],
 					       lockdep_is_held(&ctrl->lock));
@@ -324,6 +325,14 @@ static struct nvmet_mdev_iod *nvmet_mdev_iod_get(struct nvmet_mdev_sq *sq)
 	}
 	sq->free_local = node->next;
 	return container_of(node, struct nvmet_mdev_iod, free_node);
+}
+
+/* Give back the iod just taken, unused (runner private). */
+static void nvmet_mdev_iod_unget(struct nvmet_mdev_sq *sq,
+				 struct nvmet_mdev_iod *iod)
+{
+	iod->free_node.next = sq->free_local;
+	sq->free_local = &iod->free_node;
 }
 
 /* Any context. */
@@ -505,6 +514,18 @@ static int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq, bool grace)
 }
 
 /*
+ * Commands a trapped doorbell write leaves to the SQ's thread.  Deleting an
+ * I/O SQ waits for the commands in flight on it, as long as the backend
+ * takes; the writer is the VMM's vCPU thread, which must get back to the
+ * guest (and to a fatal signal).
+ */
+static bool nvmet_mdev_thread_only(struct nvmet_mdev_sq *sq,
+				   const struct nvme_command *cmd)
+{
+	return !sq->qid && cmd->common.opcode == nvme_admin_delete_sq;
+}
+
+/*
  * Fetch and submit up to a burst of new commands; returns how many.  The
  * caller holds NVMET_MDEV_SQ_RUNNING: the SQ's thread (@thread), or a
  * trapped doorbell write.
@@ -551,6 +572,10 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread)
 
 		/* Copy the entry: the guest may rewrite the ring any time. */
 		memcpy(&iod->cmd, &sq->sqes[head], sizeof(iod->cmd));
+		if (unlikely(!thread && nvmet_mdev_thread_only(sq, &iod->cmd))) {
+			nvmet_mdev_iod_unget(sq, iod);
+			break;
+		}
 		if (++head == sq->size)
 			head = 0;
 		WRITE_ONCE(sq->head, head);
@@ -565,6 +590,8 @@ static int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread)
 	nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_COMMANDS, n);
 	if (shadow)
 		nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_SHADOW_COMMANDS, n);
+	if (!thread)
+		nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_TRAP_COMMANDS, n);
 	return n;
 }
 
@@ -1209,6 +1236,18 @@ static void nvmet_mdev_sq_stop(struct nvmet_mdev_sq *sq)
 	spin_unlock(&dp->pause_lock);
 }
 
+/*
+ * Stop trapped doorbell writes from fetching from @sq, and wait for one
+ * that still is.
+ */
+static void nvmet_mdev_sq_fence(struct nvmet_mdev_sq *sq)
+{
+	set_bit(NVMET_MDEV_SQ_DEAD, &sq->state);
+	smp_mb__after_atomic();	/* DEAD before RUNNING, see db_written */
+	wait_event(sq->dp->pause_wq,
+		   !test_bit(NVMET_MDEV_SQ_RUNNING, &sq->state));
+}
+
 static void nvmet_mdev_sq_free(struct nvmet_mdev_ctrl *ctrl,
 			       struct nvmet_mdev_sq *sq)
 {
@@ -1222,11 +1261,7 @@ static void nvmet_mdev_sq_free(struct nvmet_mdev_ctrl *ctrl,
 	mutex_unlock(&dp->qlock);
 
 	nvmet_mdev_sq_stop(sq);
-	/* A trapped doorbell write may still be fetching from it. */
-	set_bit(NVMET_MDEV_SQ_DEAD, &sq->state);
-	smp_mb__after_atomic();	/* DEAD before RUNNING, see db_written */
-	wait_event(dp->pause_wq,
-		   !test_bit(NVMET_MDEV_SQ_RUNNING, &sq->state));
+	nvmet_mdev_sq_fence(sq);
 
 	/* Waits for the commands in flight, failing AERs on the admin SQ. */
 	if (sq->nvme_sq.ctrl)
@@ -1488,9 +1523,9 @@ free_cq:
  * nvmet_mdev_stop_queues() - delete every queue
  * @ctrl: the controller (ctrl->lock held)
  *
- * Stops the admin thread first so that no queue is created meanwhile, then
- * deletes the I/O queues, waiting for their commands, then the admin
- * queues.
+ * Stops the admin SQ's runners first (its thread, trapped doorbell writes)
+ * so that no queue is created meanwhile, then deletes the I/O queues,
+ * waiting for their commands, then the admin queues.
  */
 void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl)
 {
@@ -1500,8 +1535,10 @@ void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl)
 	int qid;
 
 	sq = rcu_access_pointer(dp->sqs[0]);
-	if (sq)
+	if (sq) {
 		nvmet_mdev_sq_stop(sq);
+		nvmet_mdev_sq_fence(sq);
+	}
 
 	for (qid = NVMET_MDEV_MAX_IO_QUEUES; qid >= 0; qid--) {
 		sq = rcu_access_pointer(dp->sqs[qid]);
@@ -1564,9 +1601,10 @@ void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last)
  * @off: offset in the doorbell page, dword aligned
  * @val: the value written
  *
- * Valid values are stored for the queue thread and wake it; invalid ones
- * are dropped and reported (Asynchronous Event, or CSTS.CFS for the admin
- * queue).
+ * Valid values are stored (nvmet_mdev_db_written() then serves an SQ's
+ * new commands; a CQ head wakes the threads if completions are parked);
+ * invalid ones are dropped and reported (Asynchronous Event, or CSTS.CFS
+ * for the admin queue).
  */
 void nvmet_mdev_db_write(struct nvmet_mdev_ctrl *ctrl, u32 off, u32 val)
 {
@@ -1607,10 +1645,10 @@ void nvmet_mdev_db_write(struct nvmet_mdev_ctrl *ctrl, u32 off, u32 val)
 
 	WRITE_ONCE(ctrl->db[idx], cpu_to_le32(val));
 	smp_mb();	/* store the doorbell before waking */
-	/* I/O SQs: see nvmet_mdev_db_written(). */
-	if (sq && !qid)
-		nvmet_mdev_sq_kick(sq);
-	/* Only parked completions wait for a CQ head. */
+	/*
+	 * An SQ's new commands: see nvmet_mdev_db_written().  Only parked
+	 * completions wait for a CQ head.
+	 */
 	if (cq && list_empty_careful(&cq->parked))
 		cq = NULL;
 	rcu_read_unlock();
@@ -1623,12 +1661,15 @@ void nvmet_mdev_db_write(struct nvmet_mdev_ctrl *ctrl, u32 off, u32 val)
  * @ctrl: the controller (ctrl->lock not held)
  * @off: offset of the doorbell in the doorbell page, dword aligned
  *
- * For an I/O SQ tail doorbell, fetch and submit the new commands in the
+ * For an SQ tail doorbell, fetch and submit the new commands in the
  * writer's context if nobody else is fetching from the SQ, one burst at
- * most, and wake the SQ's thread for whatever is left.  The writer is the
- * vCPU thread whose exit trapped the write: on a CPU shared with the guest
- * this is the only context that runs before the guest does again.  Process
- * context; may pin guest pages (never under ctrl->lock, see datapath.h).
+ * most, and wake the SQ's thread for whatever is left (and for the
+ * commands only the thread runs, see nvmet_mdev_thread_only()).  The
+ * writer is the vCPU thread whose exit trapped the write: on a CPU shared
+ * with the guest this is the only context that runs before the guest does
+ * again, and a guest that polls for its admin completions (firmware) would
+ * otherwise wait for a scheduler tick per command.  Process context; may
+ * pin guest pages (never under ctrl->lock, see datapath.h).
  */
 void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off)
 {
@@ -1638,7 +1679,7 @@ void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off)
 	struct nvmet_mdev_sq *sq;
 
 	nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_TRAPPED_WRITES, 1);
-	if ((idx & 1) || !qid || qid > NVMET_MDEV_MAX_IO_QUEUES)
+	if ((idx & 1) || qid > NVMET_MDEV_MAX_IO_QUEUES)
 		return;
 
 	rcu_read_lock();
@@ -1663,9 +1704,12 @@ void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off)
 	}
 	/* RUNNING without DEAD keeps the SQ: see nvmet_mdev_sq_free() */
 	rcu_read_unlock();
-	nvmet_mdev_cq_trapped(sq->cq);
+	/* Admin completions are neither moderated nor deferred. */
+	if (qid)
+		nvmet_mdev_cq_trapped(sq->cq);
 	nvmet_mdev_sq_process(sq, false);
-	nvmet_mdev_sq_trap_next(sq);
+	if (qid)
+		nvmet_mdev_sq_trap_next(sq);
 	rcu_read_lock();
 	nvmet_mdev_sq_unlock(sq);	/* a full barrier */
 	if (nvmet_mdev_sq_has_work(sq))
