@@ -4,8 +4,8 @@
 # Two mdevs on one port, used by two guests at once, the second one with
 # pin-based interrupts only (pci=nomsi: INTx through the resample eventfd);
 # then one mdev is removed, re-created, and still works.  Each guest runs
-# fio randrw with verify, 3 jobs of 4 MiB, both at once on the one vCPU of
-# the host VM.
+# fio randrw with verify, 3 jobs of 32 MiB, both at once on the one vCPU
+# of the host VM.
 #
 # The guests boot one after the other and meet before their I/O: two nested
 # guests booting at once on the host VM's one TCG-emulated vCPU are far more
@@ -55,7 +55,7 @@ rm -rf /tmp/g1 /tmp/g2
 mkdir -p /tmp/g1 /tmp/g2
 TMPDIR=/tmp/g1 NVMET_MDEV_GUEST_TIMEOUT=$((3 * NVMET_MDEV_GUEST_TIMEOUT + 600)) \
 	run_guest --mdev "$u1" --mem 768M -- \
-	$g meet + fio_verify 4k 4 3 + dmesg_clean > /tmp/g1.out 2>/tmp/g1.err &
+	$g meet + fio_verify 4k 32 3 + dmesg_clean > /tmp/g1.out 2>/tmp/g1.err &
 p1=$!
 if ! wait_up /tmp/g1 $p1; then
 	wait $p1
@@ -67,7 +67,7 @@ fi
 # Guest 2 boots about twice as slowly (every device on INTx).
 TMPDIR=/tmp/g2 NVMET_MDEV_GUEST_TIMEOUT=$((3 * NVMET_MDEV_GUEST_TIMEOUT)) \
 	run_guest --mdev "$u2" --mem 768M --append pci=nomsi -- \
-	$g meet + fio_verify 4k 4 3 + intx + ids 0x1d1d 0x1af4 + dmesg_clean \
+	$g meet + fio_verify 4k 32 3 + intx + ids 0x1d1d 0x1af4 + dmesg_clean \
 	> /tmp/g2.out 2>/tmp/g2.err &
 p2=$!
 wait_up /tmp/g2 $p2

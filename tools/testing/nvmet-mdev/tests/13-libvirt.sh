@@ -39,7 +39,7 @@ rm -rf /tmp/lv
 mkdir -p /tmp/lv
 TMPDIR=/tmp/lv run_guest --libvirt --mdev "$u" --mem 768M \
 	--append "nvme.write_queues=1 nvme.poll_queues=1" -- \
-	$g identify 134217728 8 1 + meet + fio_verify 4k 4 3 + dmesg_clean \
+	$g identify 134217728 8 1 + meet + fio_verify 4k 16 3 + dmesg_clean \
 	> /tmp/lv.out 2>/dev/null &
 p=$!
 # Waits with builtins (pause): an exec in the host VM costs the guest time.
