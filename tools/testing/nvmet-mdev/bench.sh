@@ -15,8 +15,10 @@
 # boots with all four disks attached and runs every fio job on each, the
 # jobs interleaved across the disks (job 1 on mdev, mdev-alt, qemu-nvme,
 # virtio-blk, then job 2, ...) so that a change in the machine's load hits
-# them alike.  The table gives IOPS (and MiB/s for 128k), mean and p99 latency,
-# and the mdev's ratio to each peer, all from this run, then what the host
+# them alike, and the whole is repeated (three times unless told otherwise).
+# The table gives IOPS (and MiB/s for 128k), mean and p99 latency, the
+# medians of the repeats, and the mdev's ratio to each peer (the median of
+# the repeats' ratios and their range), all from this run, then what the host
 # VM spent per I/O (KVM exits, the queue threads' sleeps and CPU time; see
 # bench-stats.py); it is also saved as build/bench/latest.txt and the whole
 # console as build/bench/console.log.
@@ -31,6 +33,9 @@
 #   NVMET_MDEV_BENCH_RUNTIME      seconds measured per job (default 8)
 #   NVMET_MDEV_BENCH_RAMP         seconds of warm-up per job, not measured
 #                                 (default 2)
+#   NVMET_MDEV_BENCH_REPEATS      how many times each job runs on each disk
+#                                 (default 3): the table gives medians, and
+#                                 the ratios' ranges over the repeats
 #   NVMET_MDEV_BENCH_HOST_SMP     host VM vCPUs (default 2; 1 puts the
 #                                 guest and the device on one CPU)
 #   NVMET_MDEV_BENCH_GUEST_SMP    guest vCPUs (default 1: the host VM's
@@ -74,6 +79,11 @@ fio_jobs=(
 	"128k-seqwrite-QD8 write 128k 8"
 	"4k-randrw-QD16x3 randrw 4k 16 3"
 )
+reps=${NVMET_MDEV_BENCH_REPEATS:-3}
+if ! [[ $reps =~ ^[1-9][0-9]?$ ]]; then
+	echo "bench.sh: NVMET_MDEV_BENCH_REPEATS: 1 to 99, not \"$reps\"" >&2
+	exit 2
+fi
 if [ -n "${NVMET_MDEV_BENCH_JOBS:-}" ]; then
 	all_jobs=("${fio_jobs[@]}")
 	fio_jobs=()
@@ -83,11 +93,15 @@ if [ -n "${NVMET_MDEV_BENCH_JOBS:-}" ]; then
 	[ ${#fio_jobs[@]} -gt 0 ] ||
 		{ echo "bench.sh: NVMET_MDEV_BENCH_JOBS: no such job" >&2; exit 2; }
 fi
+# The guest's time limit: on a 1-vCPU host VM each fio start costs the
+# guest 20 to 30 s on top of the job's ramp and runtime.
+guest_timeout=$((600 + reps * ${#fio_jobs[@]} * ${#disks[@]} *
+	(${NVMET_MDEV_BENCH_RAMP:-2} + ${NVMET_MDEV_BENCH_RUNTIME:-8} + 60)))
 
 # --- in the nested guest ----------------------------------------------------
 guest_main() {
 	local rt=${NVMET_MDEV_BENCH_RUNTIME:-8} ramp=${NVMET_MDEV_BENCH_RAMP:-2}
-	local b n d j rc
+	local b n d i j r rc sections
 	local -A devs=()
 
 	# Keep kernel messages off the console that carries the results.
@@ -114,6 +128,7 @@ guest_main() {
 	echo "bench-info: guest_cpus $(nproc)"
 	echo "bench-info: guest_mem_kb $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
 	echo "bench-info: fio $(fio --version)"
+	echo "bench-info: repeats $reps"
 	for d in "${disks[@]}"; do
 		n=${devs[$d]:-}
 		if [ -z "$n" ]; then
@@ -175,22 +190,30 @@ guest_main() {
 			done
 		done
 	} > /tmp/bench.fio
+	sections=($(sed -n 's/^\[\(.*@.*\)\]$/\1/p' /tmp/bench.fio))
+	n=${#sections[@]}
 	echo "bench-progress: $(cut -d' ' -f1 /proc/uptime) s: fio starts," \
-		"$(grep -c '^\[.*@' /tmp/bench.fio) jobs of ${ramp}+${rt} s"
+		"$reps x $n jobs of ${ramp}+${rt} s"
 	rc=0
-	for j in $(sed -n 's/^\[\(.*@.*\)\]$/\1/p' /tmp/bench.fio); do
+	# Each repeat runs every job on every disk once, in the same order,
+	# so that the repeats spread over the run's changes of load as the
+	# disks do.
+	for ((i = 0; i < reps * n; i++)); do
+		r=$((i / n + 1))
+		j=${sections[i % n]}
 		fio --eta=never --output-format=json --output=/tmp/fio.json \
 			--section="$j" /tmp/bench.fio > /tmp/fio.err 2>&1 &
 		wait_io "${devs[${j#*@}]}" $!
-		mark start "$j"
+		mark start "$j/$r"
 		wait $! || rc=1
-		mark end "$j"
-		# JOB DISK IOPS BYTES/S MEAN-LATENCY-NS P99-CLAT-NS ERROR, reads
-		# and writes together (a mixed job's p99 is the worse of the two)
-		jq -r '.jobs[] | .read as $r | .write as $w |
+		mark end "$j/$r"
+		# JOB DISK REPEAT IOPS BYTES/S MEAN-LATENCY-NS P99-CLAT-NS ERROR,
+		# reads and writes together (a mixed job's p99 is the worse of
+		# the two)
+		jq -r --arg rep "$r" '.jobs[] | .read as $r | .write as $w |
 			($r.total_ios + $w.total_ios) as $n |
 			(.jobname | split("@")) as $j |
-			"bench: \($j[0]) \($j[1]) \($r.iops + $w.iops) " +
+			"bench: \($j[0]) \($j[1]) \($rep) \($r.iops + $w.iops) " +
 			"\($r.bw_bytes + $w.bw_bytes) " +
 			"\(if $n > 0 then ($r.lat_ns.mean * $r.total_ios +
 				$w.lat_ns.mean * $w.total_ios) / $n else 0 end) " +
@@ -287,8 +310,8 @@ inside_main() {
 	rm -rf /tmp/bench-run && mkdir /tmp/bench-run
 	"$here/bench-stats.py" '/tmp/bench-run/*/bench-marks' /tmp/bench-stats /tmp/bench-qmp.sock &
 	stats=$!
-	# 24 jobs; on a 1-vCPU host VM each fio start costs the guest 20-30 s
-	TMPDIR=/tmp/bench-run run_guest --timeout 2700 --smp "$gsmp" --mdev "$uuid" --mdev "$alt" --qemu-args "$qargs" \
+	TMPDIR=/tmp/bench-run run_guest --timeout $guest_timeout --smp "$gsmp" \
+		--mdev "$uuid" --mdev "$alt" --qemu-args "$qargs" \
 		-- "$here/bench.sh" --guest > $out
 	rc=$?
 	kill $stats 2>/dev/null
@@ -332,8 +355,8 @@ for line in open(sys.argv[2], errors="replace"):
         f = line.split()
         if f[1] not in jobs:
             jobs.append(f[1])               # in the order they ran
-        res[(f[1], f[2])] = (float(f[3]), float(f[4]), float(f[5]) / 1000,
-                             float(f[6]) / 1000, f[7])
+        res.setdefault((f[1], f[2]), {})[int(f[3])] = (
+            float(f[4]), float(f[5]), float(f[6]) / 1000, float(f[7]) / 1000, f[8])
     elif line.startswith("bench-dmesg: ") or line.startswith("bench-err: "):
         k, _, v = line.partition(": ")
         extra[k].append(v)
@@ -346,33 +369,47 @@ labels = {j: j.replace("-", " ").replace("x", " x") + (" jobs" if "x" in j else 
           for j in jobs}
 
 def ok(j, d):
+    """Every repeat of job j on disk d ran without an error."""
     r = res.get((j, d))
-    return r is not None and r[4] == "0" and r[0] > 0
+    return bool(r) and all(v[4] == "0" and v[0] > 0 for v in r.values())
+
+def median(v):
+    v = sorted(v)
+    h = len(v) // 2
+    return v[h] if len(v) % 2 else (v[h - 1] + v[h]) / 2
+
+def med(j, d, i):
+    return median([v[i] for v in res[(j, d)].values()])
 
 def ratio(j, a, b, i):
+    """The median of the repeats' ratios (each pair ran at about the same
+    time), with their range when there is more than one."""
     if not (ok(j, a) and ok(j, b)):
         return "n/a"
-    return "%.2f" % (res[(j, a)][i] / res[(j, b)][i])
+    ra, rb = res[(j, a)], res[(j, b)]
+    v = [ra[k][i] / rb[k][i] for k in sorted(ra) if k in rb]
+    if len(v) < 2:
+        return "%.2f" % median(v)
+    return "%.2f (%.2f-%.2f)" % (median(v), min(v), max(v))
 
 def tput(j, d):
     if (j, d) not in res:
         return "n/a"
-    r = res[(j, d)]
-    if r[4] != "0":
+    if not ok(j, d):
         return "error"
-    s = "%.0f" % r[0]
+    s = "%.0f" % med(j, d, 0)
     if j.startswith("128k"):
-        s += " (%.1f MiB/s)" % (r[1] / 2**20)
+        s += " (%.1f MiB/s)" % (med(j, d, 1) / 2**20)
     return s
 
 def us(v):
     return "%.1f" % v if v < 10 else "%.0f" % v
 
 def lat(j, d):
-    return us(res[(j, d)][2]) if ok(j, d) else "n/a"
+    return us(med(j, d, 2)) if ok(j, d) else "n/a"
 
 def p99(j, d):
-    return us(res[(j, d)][3]) if ok(j, d) else "n/a"
+    return us(med(j, d, 3)) if ok(j, d) else "n/a"
 
 pairs = [(a, b, t) for a, b, t in [("mdev", "qemu-nvme", "mdev/qemu-nvme"),
                                      ("mdev", "virtio-blk", "mdev/virtio-blk"),
@@ -422,7 +459,8 @@ for d in disks:
     print("    %-10s %s\n               %s" % (d, where, desc[d]))
 print("  fio     : %s, ioengine=io_uring direct=1, per job %ss ramp + %ss measured,"
       % (guest.get("fio", "?"), info.get("ramp", "?"), info.get("runtime", "?")))
-print("            jobs interleaved across the disks")
+print("            jobs interleaved across the disks, %s repeat(s) of the whole"
+      % guest.get("repeats", "?"))
 
 def secs(v):
     try:
@@ -445,7 +483,9 @@ table("mean latency (us)", lat, 2)
 print()
 table("p99 completion latency (us)", p99, 3)
 print()
-print("  IOPS ratios above 1 and latency ratios below 1 favour the mdev.")
+print("  Each cell is the median of the repeats; a ratio is the median of the")
+print("  repeats' ratios, with their range in brackets.  IOPS ratios above 1 and")
+print("  latency ratios below 1 favour the mdev.")
 print("  All of it runs nested under TCG: the absolute numbers mean little.")
 
 # Host side, per I/O: bench-stats.py's counters from the start to the end
@@ -469,14 +509,22 @@ cols = ["KVM exits", "MMIO exits", "halts", "pf taken", "irqs", "mdev sleeps",
 rows = []
 for j in jobs:
     for d in disks:
-        a, b = marks.get(("start", j + "@" + d)), marks.get(("end", j + "@" + d))
-        if not a or not b or not ok(j, d):
+        if not ok(j, d):
             continue
-        dt = b[0] - a[0]
-        ios = res[(j, d)][0] * dt
+        # summed over the repeats
+        dt = ios = 0.0
+        dl = []
+        for k, v in res[(j, d)].items():
+            key = "%s@%s/%d" % (j, d, k)
+            a, b = marks.get(("start", key)), marks.get(("end", key))
+            if not a or not b or b[0] <= a[0]:
+                continue
+            dt += b[0] - a[0]
+            ios += v[0] * (b[0] - a[0])
+            dl = [t + y - x for t, x, y in
+                  zip(dl or [0.0] * (len(a) - 1), a[1:], b[1:])]
         if dt <= 0 or ios <= 0:
             continue
-        dl = [y - x for x, y in zip(a[1:], b[1:])]
         # exits mmio halt_exits halt_wakeup pf irq cpu sleeps idle, then
         # the mdev's commands traps interrupts probes failed deferred
         busy = 1 - dl[8] / hz / dt
@@ -493,10 +541,11 @@ for j in jobs:
                      "%.0f%%" % (100 * max(0.0, busy))] + dev)
 if rows:
     print()
-    print("  host VM side, per I/O (from the job's first I/O, ramp included; KVM")
-    print("  counters are the guest's, mdev sleeps/CPU the nvmet-mdev queue threads';")
-    print("  traps, dev irqs, probes and deferred are the mdev's trapped doorbell")
-    print("  writes, interrupts, moderation probes and deferred traps per command):")
+    print("  host VM side, per I/O (from the job's first I/O, ramp included, over")
+    print("  all its repeats; KVM counters are the guest's, mdev sleeps/CPU the")
+    print("  nvmet-mdev queue threads'; traps, dev irqs, probes and deferred are the")
+    print("  mdev's trapped doorbell writes, interrupts, moderation probes and")
+    print("  deferred traps per command):")
     rows.insert(0, ["job"] + cols)
     w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
@@ -528,7 +577,8 @@ run_vm() {
 	# The host VM's /tmp (tmpfs, half of its memory) holds the four disks.
 	local mem=$((8 * ${NVMET_MDEV_BENCH_SIZE_MB:-512} + 1024))
 	[ $mem -ge 4096 ] || mem=4096
-	"$here/vm.sh" --smp "${NVMET_MDEV_BENCH_HOST_SMP:-2}" --mem ${mem}M --timeout 3300 -- "$here/bench.sh" --inside 2>&1 |
+	"$here/vm.sh" --smp "${NVMET_MDEV_BENCH_HOST_SMP:-2}" --mem ${mem}M \
+		--timeout $((guest_timeout + 600)) -- "$here/bench.sh" --inside 2>&1 |
 		tee "$1"
 	return "${PIPESTATUS[0]}"
 }
