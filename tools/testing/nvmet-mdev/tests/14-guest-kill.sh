@@ -9,9 +9,9 @@
 # /proc/vmstat, back to its value before QEMU started), every block
 # acknowledged before the kill is in the backing file, a new QEMU on the
 # same mdev boots the guest, which reads them back, resets the controller
-# three times and turns PCI bus mastering off and on while fio writes and
-# verifies, removes its PCI function while writing and rescans, and the
-# module unloads.
+# three times, turns PCI bus mastering and then memory decoding off and on
+# while fio writes and verifies, removes its PCI function while writing and
+# rescans, and the module unloads.
 # timeout: 2700
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
@@ -101,8 +101,8 @@ tap_ok "the $acks acknowledged blocks are in the backing file" \
 
 # The second guest also resets its controller during verified I/O (the
 # nvme driver retries what a reset cut off: nvme_core.max_retries=5, the
-# kernel's default), turns bus mastering off and on during verified I/O
-# and resets once more, and removes its PCI function during writes and
+# kernel's default), turns bus mastering off and on during verified I/O,
+# then memory decoding, and resets once more, and removes its PCI function during writes and
 # rescans; the mdev's counters start from zero when QEMU opens it, and
 # count an enable for the boot (the guest's firmware is qboot, which
 # leaves the controller alone), for each reset and for the rescan, and a
