@@ -138,6 +138,51 @@ teardown_nvmet() {
 	return 0
 }
 
+# foll_pins: pages pinned with FOLL_PIN and not yet unpinned, system-wide
+# (/proc/vmstat): vfio's type1 and iommufd pin guest pages that way for
+# vfio_pin_pages().
+foll_pins() {
+	awk '/^nr_foll_pin_acquired / { a = $2 } /^nr_foll_pin_released / { r = $2 }
+		END { print a - r }' /proc/vmstat
+}
+
+# nvmet_ctrls NQN: how many nvmet controllers the subsystem has (nvmet's
+# debugfs, CONFIG_NVME_TARGET_DEBUGFS).
+nvmet_ctrls() {
+	local n=0 d
+	[ -d /sys/kernel/debug/nvmet ] || { echo "no-nvmet-debugfs"; return 1; }
+	for d in "/sys/kernel/debug/nvmet/$1"/ctrl*; do
+		[ -d "$d" ] && n=$((n + 1))
+	done
+	echo $n
+}
+
+# settle CMD...: CMD succeeds within 20 s (a release may finish in a work
+# item after QEMU is reaped).
+settle() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		"$@" && return 0
+		pause 0.2
+	done
+	return 1
+}
+
+# released PREFIX NQN PINS0: once a guest's QEMU has gone, the subsystem has
+# no nvmet controller left and the pages pinned for the guest are unpinned
+# (foll_pins back to PINS0, its value before QEMU started), within 20 s.
+released() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(nvmet_ctrls "$2")" -eq 0 ] && [ "$(foll_pins)" -le "$3" ] && break
+		pause 0.2
+	done
+	tap_ok "$1: no nvmet controller is left ($(nvmet_ctrls "$2"))" \
+		test "$(nvmet_ctrls "$2")" -eq 0
+	tap_ok "$1: the pinned pages are unpinned ($(($(foll_pins) - $3)) left)" \
+		test "$(foll_pins)" -le "$3"
+}
+
 # --- nested guests ----------------------------------------------------------
 
 # start_libvirtd: a system libvirtd for "vm.sh --libvirt".  The VM's root is

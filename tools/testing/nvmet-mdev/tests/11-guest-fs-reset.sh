@@ -7,8 +7,9 @@
 # same QEMU: SeaBIOS and the guest's nvme driver find the controller
 # again, the file system mounts, and every block the guest was told was
 # written before the reset is there; power-off shuts the controller down
-# (once: the reset did not); the backing file in the host holds the file
-# system and those blocks.
+# (once: the reset did not); no nvmet controller and no pinned page is
+# left once QEMU has gone, the module unloads, and the backing file in the
+# host holds the file system and those blocks.
 # The doorbell page is mapped into the guest and polled (the other guest
 # tests trap their doorbells, the default of a 1-vCPU host VM).
 # timeout: 2100
@@ -23,6 +24,7 @@ uuid=$(create_mdev 1) || die "create mdev"
 echo on > /sys/bus/mdev/devices/$uuid/doorbell_mmap || die "set doorbell_mmap"
 
 id=$((SRANDOM % 1000000000 + 1))
+pins0=$(foll_pins)
 rundir=/tmp/reboot-run
 rm -rf $rundir && mkdir -p $rundir
 # Two boots of the guest in one QEMU.
@@ -35,10 +37,12 @@ tap_ok "it reset once, with I/O in flight ($n)" test "$n" -eq 1
 guest_checks "reboot" "$out"
 guest_shutdown "reboot" "$uuid" "$out"
 sed 's/^/# stats: /' "/sys/kernel/debug/nvmet-mdev/$uuid/stats"
+released "reboot" $nqn "$pins0"
 acks=$(sed -n 's/^reboot: \([0-9]*\) blocks acknowledged before the reboot\r\{0,1\}$/\1/p' <<<"$out")
 
-remove_mdev "$uuid"
+tap_ok "remove the mdev" remove_mdev "$uuid"
 teardown_nvmet
+tap_ok "nvmet-mdev unloads" modprobe -r nvmet-mdev
 tap_ok "backing file holds a clean ext4" e2fsck -fn /tmp/ns1.img
 mkdir -p /tmp/mnt
 mount -o loop,ro /tmp/ns1.img /tmp/mnt

@@ -13,14 +13,16 @@
 # it); the removal waits while QEMU has the device open, the guest's I/O
 # goes on, and the removal completes once QEMU has closed the device at the
 # guest's power-off and the test has closed the vfio cdev it holds open
-# (without binding it) so that the device's counters outlive QEMU.
+# (without binding it) so that the device's counters outlive QEMU.  Then
+# no nvmet controller and no pinned page is left, and the module unloads.
 # timeout: 1800
 . "$(dirname "$0")/../lib.sh"
 export NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-1500}
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
 virsh=(virsh -q -c qemu:///system)
 
-setup_default 1 nqn.2026-11.org.example:lv /tmp/lv.img 128M || die "nvmet setup"
+nqn=nqn.2026-11.org.example:lv
+setup_default 1 $nqn /tmp/lv.img 128M || die "nvmet setup"
 modprobe nvmet-mdev || die "modprobe"
 u=$(create_mdev 1) || die "create mdev"
 start_libvirtd || die "libvirtd"
@@ -35,6 +37,7 @@ nodedev_is_ours() {
 }
 tap_ok "... of our type, under our port's parent" nodedev_is_ours
 
+pins0=$(foll_pins)
 rm -rf /tmp/lv
 mkdir -p /tmp/lv
 TMPDIR=/tmp/lv run_guest --libvirt --mdev "$u" --mem 768M \
@@ -107,8 +110,10 @@ msg+=", guest gone after $((guest_end - removal)) s"
 tap_ok "the removal completed once QEMU and the test let go ($msg)" \
 	test $rrc -eq 0 -a ! -e "/sys/bus/mdev/devices/$u"
 sed 's/^/# removal: /' /tmp/remove.err
+released "libvirt guest" $nqn "$pins0"
 # What QEMU said about the request (its log under libvirt).
 grep -ah 'vfio\|unplug' /var/log/libvirt/qemu/*.log 2>/dev/null | tail -n 5 |
 	sed 's/^/# QEMU: /'
 teardown_nvmet
+tap_ok "nvmet-mdev unloads" modprobe -r nvmet-mdev
 tap_done

@@ -21,36 +21,9 @@ nqn=nqn.2026-11.org.example:kill
 setup_default 1 $nqn /tmp/ns1.img 64M || die "nvmet setup"
 modprobe nvmet-mdev || die "modprobe"
 uuid=$(create_mdev 1) || die "create mdev"
-ctrls=/sys/kernel/debug/nvmet/$nqn
 [ -d /sys/kernel/debug/nvmet ] || die "no nvmet debugfs (CONFIG_NVME_TARGET_DEBUGFS)"
 
-# Pages pinned with FOLL_PIN and not yet unpinned, system-wide: vfio's
-# type1 and iommufd pin guest pages that way for vfio_pin_pages().
-pins() {
-	awk '/^nr_foll_pin_acquired / { a = $2 } /^nr_foll_pin_released / { r = $2 }
-		END { print a - r }' /proc/vmstat
-}
-nctrls() {
-	local n=0 d
-	for d in "$ctrls"/ctrl*; do
-		[ -d "$d" ] && n=$((n + 1))
-	done
-	echo $n
-}
-# settle CMD...: CMD succeeds within 20 s (a release may finish in a work
-# item after QEMU is reaped).
-settle() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		"$@" && return 0
-		pause 0.2
-	done
-	return 1
-}
-no_ctrl() { [ "$(nctrls)" -eq 0 ]; }
-pins_back() { [ "$(pins)" -eq "$pins0" ]; }
-
-pins0=$(pins)
+pins0=$(foll_pins)
 id=$((SRANDOM % 1000000000 + 1))
 rundir=/tmp/kill-run
 rm -rf $rundir && mkdir -p $rundir
@@ -77,8 +50,8 @@ done
 [ "${acks:-0}" -ge $want ] ||
 	{ cat /tmp/guest1.out; die "the guest never wrote $want blocks"; }
 pause 5
-pins1=$(pins)
-n1=$(nctrls)
+pins1=$(foll_pins)
+n1=$(nvmet_ctrls $nqn)
 read -r acks < "$f"
 qemu=$(pgrep -f "^qemu-system-x86_64 .*sysfsdev=/sys/bus/mdev/devices/$uuid")
 echo "# killing QEMU $qemu with $acks blocks acknowledged," \
@@ -92,10 +65,7 @@ tap_ok "the guest had an nvmet controller ($n1)" test "$n1" -eq 1
 grep -q '^kill-target: fio started' /tmp/guest1.out
 tap_ok "fio was running in the guest" test $? -eq 0
 
-settle no_ctrl
-tap_ok "no nvmet controller is left ($(nctrls))" no_ctrl
-settle pins_back
-tap_ok "the pinned pages are unpinned ($(($(pins) - pins0)) left)" pins_back
+released "after the kill" $nqn "$pins0"
 tap_ok "the $acks acknowledged blocks are in the backing file" \
 	"$aw" check /tmp/ns1.img $id "$acks"
 
@@ -127,8 +97,7 @@ tap_ok "after the kill: no aborted shutdown on the guest's console" \
 en=$(mdev_stat "$uuid" enables)
 tap_ok "the controller was enabled $((resets + 3)) times ($en)" \
 	test "$en" = $((resets + 3))
-settle pins_back
-tap_ok "after the second QEMU, the pins are back to where they were" pins_back
+released "after the second QEMU" $nqn "$pins0"
 
 tap_ok "remove the mdev" remove_mdev "$uuid"
 teardown_nvmet

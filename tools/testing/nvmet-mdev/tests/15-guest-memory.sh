@@ -19,11 +19,6 @@ setup_default 1 $nqn /tmp/ns1.img 128M || die "nvmet setup"
 modprobe nvmet-mdev || die "modprobe"
 uuid=$(create_mdev 1) || die "create mdev"
 
-# Pages pinned with FOLL_PIN and not yet unpinned (see 14-guest-kill).
-pins() {
-	awk '/^nr_foll_pin_acquired / { a = $2 } /^nr_foll_pin_released / { r = $2 }
-		END { print a - r }' /proc/vmstat
-}
 # huge Total|Free: the huge page pool, read with builtins (see pause).
 huge() {
 	local k v _
@@ -37,7 +32,7 @@ mount -t hugetlbfs -o pagesize=2M none /dev/hugepages || die "mount hugetlbfs"
 echo $nr_huge > /proc/sys/vm/nr_hugepages
 tap_ok "$nr_huge huge pages of 2 MiB in the pool ($(huge Total))" \
 	test "$(huge Total)" = $nr_huge
-pins0=$(pins)
+pins0=$(foll_pins)
 
 # The fewest free huge pages while the guest runs.
 (
@@ -68,13 +63,10 @@ low=$(cat /tmp/huge-low 2>/dev/null || echo $nr_huge)
 # The guest's kernel alone touches more than 64 MiB of its memory.
 tap_ok "the guest's memory came from huge pages (down to $low of $nr_huge free)" \
 	test "$low" -lt $((nr_huge - 32))
-settle() { local i; for ((i = 0; i < 20; i++)); do "$@" && return; pause 1; done; "$@"; }
 free_again() { [ "$(huge Free)" = "$nr_huge" ]; }
-pins_back() { [ "$(pins)" -le "$pins0" ]; }
 settle free_again
 tap_ok "every huge page is free once QEMU has exited ($(huge Free) of $nr_huge)" free_again
-settle pins_back
-tap_ok "the pinned pages are unpinned ($(($(pins) - pins0)) left)" pins_back
+released "big guest" $nqn "$pins0"
 
 echo 0 > /proc/sys/vm/nr_hugepages
 umount /dev/hugepages
