@@ -32,7 +32,7 @@ else
 	tests=("$here"/tests/*.sh)
 fi
 
-pass=0 fail=0 skip=0 n=0 wakeups=0
+pass=0 fail=0 skip=0 n=0 wakeups=0 tscjumps=0
 todos=() failures=() times=()
 jobs=${NVMET_MDEV_TEST_JOBS:-$(($(nproc) > 1 ? 2 : 1))}
 
@@ -43,12 +43,24 @@ test_limit() {
 	echo "${l:-1200}"
 }
 
-# run_one TEST: run it, leaving its log and "STATUS SECONDS" in $logs.
+# The TCG host VMs take this machine's TSC for theirs, and it can jump
+# (see vm.sh: tsc=unstable): the machine's TSC rate, and its offset from
+# CLOCK_MONOTONIC and skew between CPUs around each test, to tell.
+tscoffset=$here/client/out/tscoffset
+tsc_hz=$("$tscoffset" 2>/dev/null | cut -d' ' -f1)
+[ -n "$tsc_hz" ] || echo "# no TSC readings (make client builds tscoffset)"
+tsc_offset() {
+	[ -z "$tsc_hz" ] || "$tscoffset" "$tsc_hz" | cut -d' ' -f2-
+}
+
+# run_one TEST: run it, leaving its log, "STATUS SECONDS" and the TSC's
+# offsets and skews before and after it in $logs.
 run_one() {
-	local t=$1 name log start rc append mem
+	local t=$1 name log start rc append mem tsc0
 	name=$(basename "$t" .sh)
 	log=$logs/$name.log
 	start=$(date +%s)
+	tsc0=$(tsc_offset)
 	case "$name" in
 	host-*) "$t" > "$log" 2>&1 ;;
 	*)
@@ -63,6 +75,7 @@ run_one() {
 			-- "$t" > "$log" 2>&1 ;;
 	esac
 	rc=$?
+	echo "$tsc0 $(tsc_offset)" > "$logs/$name.tsc"
 	echo "$rc $(($(date +%s) - start))" > "$logs/$name.status"
 }
 
@@ -110,6 +123,14 @@ report() {
 		wakeups=$((wakeups + k))
 	fi
 	grep -a "^vm.sh: QEMU's lost wake-up left" "$log" | sed 's/^/#   /'
+	k=$(awk 'NF == 4 && ($3 - $1 > 1 || $1 - $3 > 1 || $2 > 1 || $4 > 1) {
+		printf "the machine'"'"'s TSC moved %+.0f s against its clock", $3 - $1
+		printf " (skew between CPUs: %.0f s, then %.0f s)", $2, $4 }' \
+		"$logs/$name.tsc" 2>/dev/null)
+	if [ -n "$k" ]; then
+		echo "#   $k during the test: its VMs saw their TSC jump (see vm.sh)"
+		tscjumps=$((tscjumps + 1))
+	fi
 	if [ "$f" -gt 0 ]; then
 		echo "not ok $n $name (status $rc, ${secs}s; log: ${log#"$top"/})"
 		# What failed, for the summary at the end: the test's failing
@@ -166,6 +187,8 @@ if [ ${#todos[@]} -gt 0 ]; then
 fi
 [ $wakeups -gt 0 ] &&
 	echo "# QEMU lost wake-ups recovered in this run: $wakeups (emulator, see README)"
+[ $tscjumps -gt 0 ] &&
+	echo "# the machine's TSC jumped during $tscjumps test(s) (see vm.sh)"
 t=$(printf '%s, ' "${times[@]}")
 echo "# $((($(date +%s) - start_all) / 60)) min for the tests, $jobs at a time: ${t%, }"
 if [ ${#failures[@]} -gt 0 ]; then

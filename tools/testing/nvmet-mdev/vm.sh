@@ -111,7 +111,7 @@ if [ $guest -eq 1 ]; then
 	kernel=${NVMET_MDEV_GUEST_KERNEL:-$top/build/guest-bzImage}
 	echo nvmet-mdev-guest > "$run/hostname"
 	# init.sh: set up only what a guest needs (see there).
-	role_cmdline="nvmet_mdev.guest=1"
+	role_cmdline="nvmet_mdev.guest=1 tsc=reliable"
 	# qboot, not SeaBIOS: SeaBIOS's NVMe driver sends an Identify
 	# Namespace for each namespace ID up to Identify Controller's NN
 	# (1024 with nvmet) before Linux starts, and in the TCG host VM that
@@ -134,6 +134,18 @@ else
 	# Hung tasks are reported (and fail the run), not fatal.  The guest
 	# kernel has no hung task detector.
 	role_cmdline="hung_task_panic=0"
+	# tsc=unstable: TCG hands the machine's own TSC to the VM (QEMU only
+	# keeps it from going backwards), and the machines here restore from
+	# snapshots: their kernels run with tsc=unstable on kvm-clock, and
+	# the TSC reads days ahead of their clocks.  In a CI run of
+	# 2026-12-04 a host VM's clock jumped by about 7.9 days 77 s after
+	# its boot: "soft lockup - CPU#0 stuck for 632859s", a WARNING in
+	# __enqueue_entity, a NULL dereference in pick_task_fair and
+	# init.sh's timeouts expiring at once.  With the
+	# TSC unstable the VM keeps time with the HPET (QEMU's clock) and
+	# filters sched_clock to within a tick of it; run-tests.sh reports
+	# any jump of the machine's TSC during a test.
+	role_cmdline="$role_cmdline tsc=unstable"
 	echo nvmet-mdev-host > "$run/hostname"
 fi
 
@@ -142,7 +154,7 @@ fi
 cmdline="console=ttyS0 loglevel=6 root=root rootfstype=9p"
 cmdline="$cmdline rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro"
 cmdline="$cmdline init=${NVMET_MDEV_INIT:-$here/init.sh} panic=-1 nokaslr"
-cmdline="$cmdline mitigations=off tsc=reliable${role_cmdline:+ $role_cmdline} $append"
+cmdline="$cmdline mitigations=off${role_cmdline:+ $role_cmdline} $append"
 [ $interactive -eq 1 ] && cmdline="$cmdline nvmet_mdev.interactive=1"
 
 args=(
