@@ -14,6 +14,7 @@
 #     exits).  The guest's controller fails and its driver gives it up; the
 #     guest powers off; the mdev is gone; the same port and link can be
 #     made again, a new mdev works, and the module unloads.
+# After the guest no nvmet controller is left and its pages are unpinned.
 # timeout: 1800
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
@@ -35,6 +36,7 @@ wait_guest() {
 }
 
 rm -rf $run && mkdir -p $run
+pins0=$(foll_pins)
 TMPDIR=$run NVMET_MDEV_GUEST_TIMEOUT=1500 run_guest --mdev "$uuid" -- \
 	$g ns_off_on + ctrl_removed > /tmp/config.out 2>/dev/null &
 gpid=$!
@@ -90,6 +92,7 @@ gone() {
 }
 for ((i = 0; i < 30; i++)); do gone && break; pause 1; done
 tap_ok "the mdev and the port's parent are gone once QEMU has exited (after $i s)" gone
+released "config" $nqn "$pins0"
 tap_ok "the port can be made again" make_port 1
 tap_ok "and the subsystem linked to it" link_subsys 1 $nqn
 uuid=$(create_mdev 1) || die "create mdev on the new port"
