@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A VM pays for the CPU its disk costs.  QEMU runs in a cgroup v2 group of
+# its own; the mdev's doorbells are mapped (doorbell_mmap=on), so that the
+# queue threads fetch and submit the guest's commands.  While the guest's
+# fio writes and verifies:
+#  - every queue thread of the mdev is in QEMU's group;
+#  - the group's cpu.max is set to 20% of a CPU for 10 s: the group is
+#    throttled, its usage covers the threads' CPU time, and the guest's
+#    I/O rate falls under 60% of its rate in the 10 s before (how closely
+#    CFS holds the quota is the scheduler's business: in the TCG host VM
+#    time the machine takes the vCPU away counts as the running task's);
+#  - the limit is lifted, fio goes on and verifies everything it wrote.
+# Then the usual release: no nvmet controller left, no page left pinned,
+# the mdev removed and the module unloaded.  (The same accounting with the
+# user space client as the VMM: hostile_test's cgroup cases and 06-io-max.)
+# timeout: 1500
+. "$(dirname "$0")/../lib.sh"
+g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
+nqn=nqn.2026-11.org.example:cgroup
+cg=/sys/fs/cgroup
+vm=$cg/nvmet-vm
+run=/tmp/cgroup-run
+setup_default 1 $nqn /tmp/ns1.img 128M || die "nvmet setup"
+modprobe nvmet-mdev || die "modprobe"
+uuid=$(create_mdev 1) || die "create mdev"
+echo on > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "doorbell_mmap"
+echo +cpu > $cg/cgroup.subtree_control || die "enable the cpu controller"
+mkdir $vm || die "make the VM's cgroup"
+
+# The queue threads of the mdev (kernel threads "nvmet-mdevN/Q").
+threads() {
+	local p c
+	for p in /proc/[0-9]*; do
+		read -r c < "$p/comm" 2>/dev/null || continue
+		[[ $c == nvmet-mdev[0-9]*/[0-9]* ]] && echo "${p#/proc/}"
+	done
+}
+# Their CPU time so far, in ticks (utime + stime).
+threads_ticks() {
+	local p f sum=0
+	for p in $(threads); do
+		read -ra f < "/proc/$p/stat" 2>/dev/null || continue
+		sum=$((sum + f[13] + f[14]))
+	done
+	echo $sum
+}
+# cpu_stat KEY: a line of the VM's cpu.stat.
+cpu_stat() {
+	local k v
+	while read -r k v; do
+		[ "$k" = "$1" ] && echo "$v" && return
+	done < $vm/cpu.stat
+	echo 0
+}
+
+rm -rf $run && mkdir -p $run
+pins0=$(foll_pins)
+(
+	echo $BASHPID > $vm/cgroup.procs || exit 2
+	TMPDIR=$run NVMET_MDEV_GUEST_TIMEOUT=1200 run_guest --mdev "$uuid" -- \
+		$g cpu_limited + dmesg_clean
+) > /tmp/cgroup.out 2>/dev/null &
+gpid=$!
+
+for ((i = 0; i < 1200; i++)); do
+	compgen -G "$run/*/io" > /dev/null && break
+	kill -0 $gpid 2>/dev/null || break
+	pause 1
+done
+if compgen -G "$run/*/io" > /dev/null; then
+	tids=$(threads)
+	n=0 in=0
+	for p in $tids; do
+		n=$((n + 1))
+		read -r c < "/proc/$p/cgroup" && [ "$c" = "0::/nvmet-vm" ] &&
+			in=$((in + 1))
+	done
+	tap_ok "the mdev's queue threads run in QEMU's cgroup ($in of $n)" \
+		test $n -gt 0 -a $in -eq $n
+	c0=$(mdev_stat "$uuid" commands)
+	pause 10
+	c1=$(mdev_stat "$uuid" commands)
+	echo "20000 100000" > $vm/cpu.max
+	u0=$(cpu_stat usage_usec) t0=$(cpu_stat nr_throttled) k0=$(threads_ticks)
+	s0=$SECONDS
+	pause 10
+	u1=$(cpu_stat usage_usec) t1=$(cpu_stat nr_throttled) k1=$(threads_ticks)
+	c2=$(mdev_stat "$uuid" commands)
+	s1=$SECONDS
+	echo "max 100000" > $vm/cpu.max
+	hz=$(getconf CLK_TCK)
+	use=$(((u1 - u0) / 1000)) thr=$(((k1 - k0) * 1000 / hz))
+	echo "# before the limit $((c1 - c0)) commands in 10 s;" \
+		"at 20% $((c2 - c1)) in $((s1 - s0)) s; the group used $use ms of CPU," \
+		"throttled $((t1 - t0)) times; the queue threads $thr ms"
+	tap_ok "the queue threads did the work ($thr ms of CPU in 10 s)" \
+		test $thr -ge 100
+	tap_ok "the VM's group's usage covers its queue threads ($use ms >= $thr ms)" \
+		test $((use + 40)) -ge $((thr * 9 / 10))
+	tap_ok "the VM's group was throttled ($((t1 - t0)) times)" \
+		test $((t1 - t0)) -gt 0
+	a=$((c1 - c0)) b=$((c2 - c1))
+	tap_ok "at 20% of a CPU the guest's I/O slowed ($b commands, $a before)" \
+		test $((b * 10)) -lt $((a * 6))
+	for d in "$run"/*; do
+		[ -d "$d" ] && touch "$d/go"
+	done
+else
+	tap_ok "the guest's fio ran" false
+fi
+
+wait $gpid
+rc=$?
+out=$(cat /tmp/cgroup.out)
+tap_ok "the guest ran clean (status $rc)" test $rc -eq 0
+guest_checks "cgroup" "$out"
+guest_shutdown "cgroup" "$uuid" "$out"
+released "cgroup" $nqn "$pins0"
+tap_ok "remove the mdev" remove_mdev "$uuid"
+tap_ok "the VM's cgroup goes" rmdir $vm
+teardown_nvmet
+tap_ok "nvmet-mdev unloads" modprobe -r nvmet-mdev
+tap_done
