@@ -141,10 +141,10 @@ else
 	# 2026-12-04 a host VM's clock jumped by about 7.9 days 77 s after
 	# its boot: "soft lockup - CPU#0 stuck for 632859s", a WARNING in
 	# __enqueue_entity, a NULL dereference in pick_task_fair and
-	# init.sh's timeouts expiring at once.  With the
-	# TSC unstable the VM keeps time with the HPET (QEMU's clock) and
-	# filters sched_clock to within a tick of it; run-tests.sh reports
-	# any jump of the machine's TSC during a test.
+	# init.sh's timeouts expiring at once.  With the TSC unstable the VM
+	# keeps time with the HPET (QEMU's clock) and filters sched_clock to
+	# within a tick of it; run-tests.sh reports any jump of the
+	# machine's TSC during a test.
 	role_cmdline="$role_cmdline tsc=unstable"
 	echo nvmet-mdev-host > "$run/hostname"
 fi
