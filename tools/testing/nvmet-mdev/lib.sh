@@ -168,15 +168,17 @@ settle() {
 	return 1
 }
 
+# released_now NQN PINS0: the subsystem has no nvmet controller and the
+# pinned pages are back to PINS0.
+released_now() {
+	[ "$(nvmet_ctrls "$1")" -eq 0 ] && [ "$(foll_pins)" -le "$2" ]
+}
+
 # released PREFIX NQN PINS0: once a guest's QEMU has gone, the subsystem has
 # no nvmet controller left and the pages pinned for the guest are unpinned
 # (foll_pins back to PINS0, its value before QEMU started), within 20 s.
 released() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(nvmet_ctrls "$2")" -eq 0 ] && [ "$(foll_pins)" -le "$3" ] && break
-		pause 0.2
-	done
+	settle released_now "$2" "$3"
 	tap_ok "$1: no nvmet controller is left ($(nvmet_ctrls "$2"))" \
 		test "$(nvmet_ctrls "$2")" -eq 0
 	tap_ok "$1: the pinned pages are unpinned ($(($(foll_pins) - $3)) left)" \
@@ -253,6 +255,18 @@ guest_stuck() {
 		tail -n 20 "$d/console" | sed "s/^/# $2 console: /"
 		pkill -f -- "path=$d,security_model"
 	done
+}
+
+# guest_said RUN PID NAME SECONDS: within SECONDS, while the guest's vm.sh
+# (PID) runs, the guest said NAME in its run directory (under RUN, its
+# TMPDIR; check.sh writes /run/nvmet-mdev/NAME).
+guest_said() {
+	local end=$((SECONDS + $4))
+	while [ $SECONDS -lt $end ] && kill -0 "$2" 2>/dev/null; do
+		compgen -G "$1/*/$3" >/dev/null && return 0
+		pause 1
+	done
+	compgen -G "$1/*/$3" >/dev/null
 }
 
 # A guest command (for bash -c) printing "pci VENDOR DEVICE CLASS" per PCI

@@ -25,34 +25,24 @@ uuid=$(create_mdev 1) || die "create mdev"
 ns=$NVMET_CFS/subsystems/$nqn/namespaces/1
 run=/tmp/config-run
 
-# wait_guest NAME SECONDS: the guest said NAME in its run directory.
-wait_guest() {
-	local end=$((SECONDS + $2))
-	while [ $SECONDS -lt $end ] && kill -0 "$gpid" 2>/dev/null; do
-		compgen -G "$run/*/$1" >/dev/null && return 0
-		pause 1
-	done
-	compgen -G "$run/*/$1" >/dev/null
-}
-
 rm -rf $run && mkdir -p $run
 pins0=$(foll_pins)
 TMPDIR=$run NVMET_MDEV_GUEST_TIMEOUT=1500 run_guest --mdev "$uuid" -- \
 	$g ns_off_on + ctrl_removed > /tmp/config.out 2>/dev/null &
 gpid=$!
 
-if wait_guest io 1200; then
+if guest_said $run $gpid io 1200; then
 	t0=$SECONDS
 	echo "# host: disabling the namespace"
 	tap_ok "disable the namespace under I/O" eval "echo 0 > $ns/enable"
-	tap_ok "the guest saw the namespace go within 120 s" wait_guest ns-gone 120
+	tap_ok "the guest saw the namespace go within 120 s" guest_said $run $gpid ns-gone 120
 	echo "# namespace gone in the guest $((SECONDS - t0)) s after it was disabled"
 	tap_ok "enable the namespace again" eval "echo 1 > $ns/enable"
 else
 	tap_ok "the guest started writing" false
 fi
 
-if wait_guest unlink 600; then
+if guest_said $run $gpid unlink 600; then
 	start=$SECONDS
 	timeout 60 modprobe -r nvmet-mdev 2>/tmp/modprobe.err
 	rc=$?

@@ -64,12 +64,7 @@ pins0=$(foll_pins)
 ) > /tmp/cgroup.out 2>/dev/null &
 gpid=$!
 
-for ((i = 0; i < 1200; i++)); do
-	compgen -G "$run/*/io" > /dev/null && break
-	kill -0 $gpid 2>/dev/null || break
-	pause 1
-done
-if compgen -G "$run/*/io" > /dev/null; then
+if guest_said $run $gpid io 1200; then
 	tids=$(threads)
 	n=0 in=0
 	for p in $tids; do
