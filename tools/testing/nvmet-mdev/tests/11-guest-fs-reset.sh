@@ -37,6 +37,12 @@ tap_ok "it reset once, with I/O in flight ($n)" test "$n" -eq 1
 guest_checks "reboot" "$out"
 guest_shutdown "reboot" "$uuid" "$out"
 sed 's/^/# stats: /' "/sys/kernel/debug/nvmet-mdev/$uuid/stats"
+# SeaBIOS probes the controller in every boot (it enables it and reads the
+# namespaces), then the guest's driver: two enables a boot, no more (a
+# driver reset would add one, and fail dmesg_clean).
+e=$(mdev_stat "$uuid" enables)
+tap_ok "SeaBIOS and the driver enabled the controller in both boots ($e enables)" \
+	test "$e" = 4
 released "reboot" $nqn "$pins0"
 acks=$(sed -n 's/^reboot: \([0-9]*\) blocks acknowledged before the reboot\r\{0,1\}$/\1/p' <<<"$out")
 
