@@ -1113,13 +1113,24 @@ static int nvmet_mdev_sq_thread(void *data)
 /* ------------------------------------------------------------------ */
 /* Queue creation and deletion                                          */
 
+/*
+ * The guest sizes its queues (an SQ has a command context per entry), and
+ * their memory is charged to the memory cgroup of the device's opener (see
+ * nvmet_mdev_sq_thread()).  Beyond the group's limit Create I/O SQ or CQ
+ * fails with Internal Error, which a host survives with fewer queues,
+ * rather than the group's OOM killer picking a victim (the VMM) for the
+ * guest's request; and a guest cannot fill the log with failed allocations.
+ */
+#define NVMET_MDEV_GFP_QUEUE	\
+	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
 static struct nvmet_mdev_cq *nvmet_mdev_cq_alloc(struct nvmet_mdev_ctrl *ctrl,
 						 u16 qid, u16 size, u64 iova,
 						 u16 vector, bool irq_enabled)
 {
 	struct nvmet_mdev_cq *cq;
 
-	cq = kzalloc_obj(*cq, GFP_KERNEL_ACCOUNT);
+	cq = kzalloc_obj(*cq, NVMET_MDEV_GFP_QUEUE);
 	if (!cq)
 		return NULL;
 	cq->ctrl = ctrl;
@@ -1174,7 +1185,7 @@ static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
 	struct nvmet_mdev_iod *iod;
 	unsigned int i;
 
-	sq = kzalloc_obj(*sq, GFP_KERNEL_ACCOUNT);
+	sq = kzalloc_obj(*sq, NVMET_MDEV_GFP_QUEUE);
 	if (!sq)
 		return NULL;
 	sq->ctrl = ctrl;
@@ -1191,9 +1202,9 @@ static struct nvmet_mdev_sq *nvmet_mdev_sq_alloc(struct nvmet_mdev_ctrl *ctrl,
 
 	sq->nr_iods = qid ? size : min_t(unsigned int, size,
 					 NVMET_MDEV_ADMIN_IODS);
-	sq->iods = kvzalloc_objs(*sq->iods, sq->nr_iods, GFP_KERNEL_ACCOUNT);
+	sq->iods = kvzalloc_objs(*sq->iods, sq->nr_iods, NVMET_MDEV_GFP_QUEUE);
 	sq->sgl_descs = kmalloc_objs(*sq->sgl_descs, NVMET_MDEV_MAX_SGL_DESCS,
-				     GFP_KERNEL_ACCOUNT);
+				     NVMET_MDEV_GFP_QUEUE);
 	if (!sq->iods || !sq->sgl_descs)
 		goto free;
 
@@ -1314,6 +1325,15 @@ static void nvmet_mdev_db_reset(struct nvmet_mdev_ctrl *ctrl, unsigned int idx)
 	nvmet_mdev_eventidx_write(ctrl, idx, 0);
 }
 
+/* The operator's clue when a Create I/O queue fails for want of memory. */
+static void nvmet_mdev_queue_nomem(struct nvmet_mdev_ctrl *ctrl,
+				   const char *what, u16 qid, u32 entries)
+{
+	dev_warn_ratelimited(&ctrl->vdev.device,
+			     "no memory for I/O %s %u of %u entries (the VMM's memory.max?)\n",
+			     what, qid, entries);
+}
+
 static u16 nvmet_mdev_check_io_qid(struct nvmet_mdev_ctrl *ctrl, u16 qid)
 {
 	if (!qid || qid > ctrl->dp->nr_io_queues)
@@ -1347,8 +1367,10 @@ u16 nvmet_mdev_create_cq(struct nvmet_ctrl *tctrl, u16 cqid, u16 flags,
 		return NVME_SC_INVALID_VECTOR | NVME_STATUS_DNR;
 
 	cq = nvmet_mdev_cq_alloc(ctrl, cqid, qsize + 1, prp1, vector, ien);
-	if (!cq)
+	if (!cq) {
+		nvmet_mdev_queue_nomem(ctrl, "CQ", cqid, qsize + 1);
 		return NVME_SC_INTERNAL;
+	}
 
 	if (nvmet_mdev_gmap(ctrl, prp1,
 			    cq->size * sizeof(struct nvme_completion), &map)) {
@@ -1422,8 +1444,10 @@ u16 nvmet_mdev_create_sq(struct nvmet_ctrl *tctrl, u16 sqid, u16 cqid,
 		return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
 
 	sq = nvmet_mdev_sq_alloc(ctrl, sqid, qsize + 1, prp1, cq);
-	if (!sq)
+	if (!sq) {
+		nvmet_mdev_queue_nomem(ctrl, "SQ", sqid, qsize + 1);
 		return NVME_SC_INTERNAL;
+	}
 
 	if (nvmet_mdev_gmap(ctrl, prp1, sq->size * sizeof(struct nvme_command),
 			    &sq->ring)) {
