@@ -2280,6 +2280,95 @@ static uint64_t cgroup_stat(const char *dir, const char *file, const char *key)
 	return val;
 }
 
+/*
+ * Issue 11 (accounting): a guest's queues are charged to the opener's
+ * memory cgroup, and over its memory.max a Create I/O SQ must fail with
+ * Internal Error, not invoke the group's OOM killer on the VMM (this
+ * process: the harness would see it killed).  The test moves itself into
+ * a new group, brings the device up with an I/O queue pair of
+ * QUEUE_MAX_DEPTH entries (about 1 KiB of command contexts each in the
+ * kernel), deletes the SQ, sets memory.max to memory.current plus a
+ * quarter of what the SQ took, and asks for the SQ again (its ring is the
+ * one this process already has: nothing of ours is allocated under the
+ * limit); then, the limit lifted, the same command succeeds and a read
+ * goes through the queue.  The group's memory.events must show the limit
+ * hit and no OOM kill.
+ */
+#define QUEUE_MAX_DEPTH		1024
+
+TEST_F_TIMEOUT(unopened, memory_max_fails_queue_creation, 120)
+{
+	char grp[256], path[600], orig[600], line[64], pid[32];
+	uint64_t cur, max0, max1, oom0, oom1;
+	struct nvme_dma buf;
+	struct client c;
+	int ret, st;
+
+	if (access(CGROUP_ROOT "/cgroup.controllers", F_OK))
+		SKIP(return, "no cgroup v2 at " CGROUP_ROOT);
+	ASSERT_EQ(0, cgroup_self_procs(orig, sizeof(orig))) {
+		TH_LOG("/proc/self/cgroup: no cgroup v2 group");
+	}
+	snprintf(grp, sizeof(grp), CGROUP_ROOT "/nvmet-memmax.%d", getpid());
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	host_write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory");
+	ASSERT_EQ(0, mkdir(grp, 0755) ? -errno : 0);
+	ret = host_write_file(path_of(path, sizeof(path), grp, "cgroup.procs"),
+			      pid);
+	EXPECT_EQ(0, ret) {
+		TH_LOG("cannot move into %s: %s", grp, strerror(-ret));
+	}
+	if (ret)
+		goto out_rmdir;
+
+	__client_open(_metadata, &c);
+	if (!c.open)
+		goto out_back;
+	ASSERT_LE(QUEUE_MAX_DEPTH, NVME_CAP_MQES(c.ctrl.cap) + 1);
+	ASSERT_EQ(0, nvme_bringup(&c.ctrl, CLIENT_AQ_DEPTH, 1, QUEUE_MAX_DEPTH,
+				  false));
+	ASSERT_EQ(QUEUE_MAX_DEPTH, c.ctrl.sq[1].depth);
+	ASSERT_EQ(0, nvme_dma_alloc(&c.ctrl, 8 * NVME_PAGE_SIZE, &buf));
+	ASSERT_EQ(0, nvme_delete_sq(&c.ctrl, 1));
+
+	max0 = cgroup_stat(grp, "memory.events", "max");
+	oom0 = cgroup_stat(grp, "memory.events", "oom_kill");
+	cur = cgroup_u64(grp, "memory.current");
+	ASSERT_GT(cur, 0) {
+		TH_LOG("no memory.current in %s", grp);
+	}
+	snprintf(line, sizeof(line), "%llu",
+		 (unsigned long long)(cur + QUEUE_MAX_DEPTH * 256));
+	path_of(path, sizeof(path), grp, "memory.max");
+	ASSERT_EQ(0, host_write_file(path, line));
+	st = nvme_create_sq_raw(&c.ctrl, 1, QUEUE_MAX_DEPTH - 1,
+				c.ctrl.sq[1].mem.iova, NVME_QUEUE_PHYS_CONTIG,
+				1);
+	EXPECT_EQ(0, host_write_file(path, "max"));
+	max1 = cgroup_stat(grp, "memory.events", "max");
+	oom1 = cgroup_stat(grp, "memory.events", "oom_kill");
+	TH_LOG("memory.max %s (+%u): %u-entry SQ: %s; events max +%llu, oom_kill +%llu",
+	       line, QUEUE_MAX_DEPTH * 256, QUEUE_MAX_DEPTH,
+	       nvme_status_str(st),
+	       (unsigned long long)(max1 - max0),
+	       (unsigned long long)(oom1 - oom0));
+	EXPECT_EQ(NVME_SC_INTERNAL, nvme_sc(st));
+	EXPECT_GT(max1 - max0, 0);
+	EXPECT_EQ(0, oom1 - oom0);
+
+	/* The limit lifted, the same queue is created and works. */
+	ASSERT_EQ(0, nvme_create_sq(&c.ctrl, 1, QUEUE_MAX_DEPTH, 1));
+	EXPECT_EQ(0, nvme_rw(&c.ctrl, 1, nvme_cmd_read, 0, 8, &buf, 0));
+	nvme_dma_free(&c.ctrl, &buf);
+	client_close(&c);
+out_back:
+	EXPECT_EQ(0, host_write_file(orig, pid));
+out_rmdir:
+	EXPECT_EQ(0, cgroup_rmdir(grp)) {
+		TH_LOG("%s is left behind", grp);
+	}
+}
+
 static uint64_t process_cpu_ms(void)
 {
 	struct timespec ts;
