@@ -287,6 +287,19 @@ mdev_stat() {
 	return 1
 }
 
+# io_stat GROUP DEV KEY: a counter of cgroup GROUP's io.stat for the block
+# device DEV (MAJ:MIN), e.g. rios or wios; 0 before the group's first I/O.
+io_stat() {
+	local line f
+	while read -r line; do
+		[ "${line%% *}" = "$2" ] || continue
+		for f in $line; do
+			[ "${f%%=*}" = "$3" ] && echo "${f#*=}" && return
+		done
+	done < "$1/io.stat"
+	echo 0
+}
+
 # guest_shutdown PREFIX UUID OUTPUT [N]: after a guest's power-off, the mdev
 # counted one completed shutdown (CC.SHN) and the guest's console shows no
 # aborted one (the nvme driver shuts down after the guest's dmesg dump).

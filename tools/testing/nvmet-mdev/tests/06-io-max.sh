@@ -32,14 +32,7 @@ in_vm() {
 }
 # The VM's reads or writes of the device so far (its io.stat).
 ios() {
-	local line f
-	while read -r line; do
-		[ "${line%% *}" = "$dev" ] || continue
-		for f in $line; do
-			[ "${f%%=*}" = "$1" ] && echo "${f#*=}" && return
-		done
-	done < $vm/io.stat
-	echo 0
+	io_stat $vm "$dev" "$1"
 }
 # run NAME WHERE PERF-ARGS...: 5 s of perf; sets iops.
 run() {

@@ -1,16 +1,23 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# A VM pays for the CPU its disk costs.  QEMU runs in a cgroup v2 group of
-# its own; the mdev's doorbells are mapped (doorbell_mmap=on), so that the
-# queue threads fetch and submit the guest's commands.  While the guest's
-# fio writes and verifies:
+# A VM pays for the CPU and the I/O its disk costs.  QEMU runs in a cgroup
+# v2 group of its own; the mdev's doorbells are mapped (doorbell_mmap=on),
+# so that the queue threads fetch and submit the guest's commands, and the
+# namespace is a block device (a loop device), so that nvmet submits bios.
+# While the guest's fio writes and verifies:
 #  - every queue thread of the mdev is in QEMU's group;
-#  - the group's cpu.max is set to 20% of a CPU for 10 s: the group is
-#    throttled, its usage covers the threads' CPU time, and the guest's
-#    I/O rate falls under 60% of its rate in the 10 s before (how closely
-#    CFS holds the quota is the scheduler's business: in the TCG host VM
-#    time the machine takes the vCPU away counts as the running task's);
+#  - the guest's I/O rate is measured for 10 s;
+#  - the group's io.max is set to a quarter of that rate, split between
+#    reads and writes, for 10 s: the group's io.stat counts the guest's
+#    I/O and shows it held to the limit (give or take half of it), and the
+#    guest's commands keep to that pace;
+#  - the limit is lifted; the group's cpu.max is set to 20% of a CPU for
+#    10 s: the group is throttled, its usage covers the threads' CPU time,
+#    and the guest's I/O rate falls under 60% of the rate measured first
+#    (how closely CFS holds the quota is the scheduler's business: in the
+#    TCG host VM time the machine takes the vCPU away counts as the
+#    running task's);
 #  - the limit is lifted, fio goes on and verifies everything it wrote.
 # Then the usual release: no nvmet controller left, no page left pinned,
 # the mdev removed and the module unloaded.  (The same accounting with the
@@ -22,11 +29,15 @@ nqn=nqn.2026-11.org.example:cgroup
 cg=/sys/fs/cgroup
 vm=$cg/nvmet-vm
 run=/tmp/cgroup-run
-setup_default 1 $nqn /tmp/ns1.img 128M || die "nvmet setup"
+truncate -s 128M /tmp/ns1.img || die "backing file"
+loop=$(losetup -f --show /tmp/ns1.img) || die "losetup"
+read -r dev < "/sys/block/${loop#/dev/}/dev"
+setup_default 1 $nqn "$loop" || die "nvmet setup"
 modprobe nvmet-mdev || die "modprobe"
 uuid=$(create_mdev 1) || die "create mdev"
 echo on > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "doorbell_mmap"
-echo +cpu > $cg/cgroup.subtree_control || die "enable the cpu controller"
+echo "+cpu +io" > $cg/cgroup.subtree_control ||
+	die "enable the cpu and io controllers"
 mkdir $vm || die "make the VM's cgroup"
 
 # The queue threads of the mdev (kernel threads "nvmet-mdevN/Q").
@@ -60,7 +71,7 @@ pins0=$(foll_pins)
 (
 	echo $BASHPID > $vm/cgroup.procs || exit 2
 	TMPDIR=$run NVMET_MDEV_GUEST_TIMEOUT=1200 run_guest --mdev "$uuid" -- \
-		$g cpu_limited + dmesg_clean
+		$g vm_limited + dmesg_clean
 ) > /tmp/cgroup.out 2>/dev/null &
 gpid=$!
 
@@ -77,27 +88,64 @@ if guest_said $run $gpid io 1200; then
 	c0=$(mdev_stat "$uuid" commands)
 	pause 10
 	c1=$(mdev_stat "$uuid" commands)
+	a=$((c1 - c0))
+
+	# io.max at a quarter of that rate, half of it each way.
+	lim=$((a / 80))
+	[ $lim -gt 0 ] || lim=1
+	# The counts start once the limit is in place: on a loaded host VM
+	# each $(...) takes long enough for dozens of unthrottled reads.
+	echo "$dev riops=$lim wiops=$lim" > $vm/io.max
+	s0=$SECONDS
+	c2=$(mdev_stat "$uuid" commands)
+	r0=$(io_stat $vm "$dev" rios) w0=$(io_stat $vm "$dev" wios)
+	pause 10
+	r1=$(io_stat $vm "$dev" rios) w1=$(io_stat $vm "$dev" wios)
+	c3=$(mdev_stat "$uuid" commands)
+	s1=$SECONDS
+	echo "$dev riops=max wiops=max" > $vm/io.max
+	n=$((c3 - c2)) r=$((r1 - r0)) w=$((w1 - w0)) t=$((s1 - s0 + 1))
+	echo "# before the limits $a commands in 10 s;" \
+		"at io.max riops=wiops=$lim $n in $((s1 - s0)) s, io.stat" \
+		"$r reads, $w writes"
+	# io.stat counts a bio when blk-throttle lets it through.  It let
+	# somewhat more through than the limit times the seconds (100 reads
+	# in 12 s at 7 a second, once; not explained): half as much again is
+	# allowed, still a small part of the unlimited rate.
+	tap_ok "io.max holds the guest's reads to $lim a second ($r in $((s1 - s0)) s)" \
+		test $((2 * r)) -le $((3 * lim * t))
+	tap_ok "io.max holds the guest's writes to $lim a second ($w in $((s1 - s0)) s)" \
+		test $((2 * w)) -le $((3 * lim * t))
+	# Commands in flight (fio's 2 jobs at QD16) make the difference.
+	tap_ok "the guest's commands kept to that pace ($n in $((s1 - s0)) s, $a in 10 s before)" \
+		test $((2 * n)) -le $((3 * 2 * lim * t + 64))
+	# Not one for one: the commands still held by blk-throttle at the
+	# end are not counted yet (seen: 231 for 272).  A group not charged
+	# would count none.
+	tap_ok "the VM's group's io.stat counts the guest's I/O ($((r + w)) for $n commands)" \
+		test $((r + w)) -gt 0 -a $((2 * (r + w))) -ge $n
+
+	c2=$(mdev_stat "$uuid" commands)
 	echo "20000 100000" > $vm/cpu.max
 	u0=$(cpu_stat usage_usec) t0=$(cpu_stat nr_throttled) k0=$(threads_ticks)
 	s0=$SECONDS
 	pause 10
 	u1=$(cpu_stat usage_usec) t1=$(cpu_stat nr_throttled) k1=$(threads_ticks)
-	c2=$(mdev_stat "$uuid" commands)
+	c3=$(mdev_stat "$uuid" commands)
 	s1=$SECONDS
 	echo "max 100000" > $vm/cpu.max
 	hz=$(getconf CLK_TCK)
 	use=$(((u1 - u0) / 1000)) thr=$(((k1 - k0) * 1000 / hz))
-	echo "# before the limit $((c1 - c0)) commands in 10 s;" \
-		"at 20% $((c2 - c1)) in $((s1 - s0)) s; the group used $use ms of CPU," \
-		"throttled $((t1 - t0)) times; the queue threads $thr ms"
+	b=$((c3 - c2))
+	echo "# at cpu.max 20% $b commands in $((s1 - s0)) s; the group used" \
+		"$use ms of CPU, throttled $((t1 - t0)) times; the queue threads $thr ms"
 	tap_ok "the queue threads did the work ($thr ms of CPU in 10 s)" \
 		test $thr -ge 100
 	tap_ok "the VM's group's usage covers its queue threads ($use ms >= $thr ms)" \
 		test $((use + 40)) -ge $((thr * 9 / 10))
 	tap_ok "the VM's group was throttled ($((t1 - t0)) times)" \
 		test $((t1 - t0)) -gt 0
-	a=$((c1 - c0)) b=$((c2 - c1))
-	tap_ok "at 20% of a CPU the guest's I/O slowed ($b commands, $a before)" \
+	tap_ok "at 20% of a CPU the guest's I/O slowed ($b commands, $a before the limits)" \
 		test $((b * 10)) -lt $((a * 6))
 	for d in "$run"/*; do
 		[ -d "$d" ] && touch "$d/go"
@@ -116,5 +164,6 @@ released "cgroup" $nqn "$pins0"
 tap_ok "remove the mdev" remove_mdev "$uuid"
 tap_ok "the VM's cgroup goes" rmdir $vm
 teardown_nvmet
+losetup -d "$loop"
 tap_ok "nvmet-mdev unloads" modprobe -r nvmet-mdev
 tap_done

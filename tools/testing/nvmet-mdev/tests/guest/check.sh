@@ -505,17 +505,17 @@ ns_off_on() {
 	fio_verify 4k 4 2
 }
 
-cpu_limited() {
-	# cpu_limited: fio writes and verifies (verify_bg) while the host
-	# limits the CPU of this guest's QEMU: says "io" in the run directory
-	# once fio's I/O flows, waits for the host's "go", and fio verifies
-	# everything it wrote across the limit
-	verify_bg cpumax
-	verify_flows "the host's CPU limit"
+vm_limited() {
+	# vm_limited: fio writes and verifies (verify_bg) while the host
+	# limits the CPU and the I/O of this guest's QEMU: says "io" in the
+	# run directory once fio's I/O flows, waits for the host's "go", and
+	# fio verifies everything it wrote across the limits
+	verify_bg limits
+	verify_flows "the host's limits"
 	: > /run/nvmet-mdev/io
 	wait_for 600 test -e /run/nvmet-mdev/go > /dev/null
-	check "the host lifted its CPU limit while fio ran" kill -0 $fpid
-	verify_end "the host's CPU limit"
+	check "the host lifted its limits while fio ran" kill -0 $fpid
+	verify_end "the host's limits"
 }
 
 # ctrl_state: the controller's state as the nvme driver has it ("gone"
