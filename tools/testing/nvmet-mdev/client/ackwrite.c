@@ -4,16 +4,17 @@
  * on the disk.  Runs in a nested guest (writing) and in the host VM
  * (checking the namespace's backing file).
  *
- *   ackwrite write DEV ACKFILE ID BLOCKS
- *	writes 4 KiB blocks 0, 1, ... BLOCKS-1 of DEV in order, one at a
- *	time with O_DIRECT, each stamped with ID and its number; after each
- *	write returns (the device completed it), stores the number of
- *	completed blocks in ACKFILE (one pwrite of a fixed-size record at
- *	offset 0: on the run directory's 9p share it reaches the host VM
- *	before the call returns).  Then waits to be killed.
- *   ackwrite check FILE ID COUNT
- *	blocks 0 to COUNT-1 of FILE (a device, opened O_DIRECT, or a
- *	regular file) hold their stamps; prints the first bad block.
+ *   ackwrite write DEV ACKFILE ID BLOCKS [FIRST]
+ *	writes 4 KiB blocks FIRST, FIRST+1, ... FIRST+BLOCKS-1 of DEV
+ *	(FIRST 0 unless given) in order, one at a time with O_DIRECT, each
+ *	stamped with ID and its number; after each write returns (the device
+ *	completed it), stores the number of completed blocks in ACKFILE (one
+ *	pwrite of a fixed-size record at offset 0: on the run directory's 9p
+ *	share it reaches the host VM before the call returns).  Then waits to
+ *	be killed.
+ *   ackwrite check FILE ID COUNT [FIRST]
+ *	blocks FIRST to FIRST+COUNT-1 of FILE (a device, opened O_DIRECT, or
+ *	a regular file) hold their stamps; prints the first bad block.
  *
  * A stamp is the whole block, derived from ID and the block number, so a
  * torn or misplaced write fails the check, not only a missing one.
@@ -46,7 +47,8 @@ static void stamp(uint64_t *buf, uint64_t id, uint64_t blk)
 }
 
 static int do_write(const char *dev, const char *ackfile,
-		    unsigned long long id, unsigned long long blocks)
+		    unsigned long long id, unsigned long long blocks,
+		    unsigned long long first)
 {
 	uint64_t *buf;
 	char rec[32];
@@ -59,14 +61,14 @@ static int do_write(const char *dev, const char *ackfile,
 		perror("ackwrite: open");
 		return 1;
 	}
-	for (b = 0; b < blocks; b++) {
+	for (b = first; b < first + blocks; b++) {
 		stamp(buf, id, b);
 		if (pwrite(fd, buf, BLOCK, b * BLOCK) != BLOCK) {
 			fprintf(stderr, "ackwrite: write of block %llu: %s\n",
 				b, strerror(errno));
 			return 1;
 		}
-		snprintf(rec, sizeof(rec), "%20llu\n", b + 1);
+		snprintf(rec, sizeof(rec), "%20llu\n", b - first + 1);
 		if (pwrite(afd, rec, 21, 0) != 21) {
 			perror("ackwrite: ack file");
 			return 1;
@@ -79,7 +81,7 @@ static int do_write(const char *dev, const char *ackfile,
 }
 
 static int do_check(const char *file, unsigned long long id,
-		    unsigned long long count)
+		    unsigned long long count, unsigned long long first)
 {
 	uint64_t *buf, *want;
 	struct stat st;
@@ -96,7 +98,7 @@ static int do_check(const char *file, unsigned long long id,
 		perror("ackwrite: open");
 		return 1;
 	}
-	for (b = 0; b < count; b++) {
+	for (b = first; b < first + count; b++) {
 		stamp(want, id, b);
 		if (pread(fd, buf, BLOCK, b * BLOCK) != BLOCK) {
 			fprintf(stderr, "ackwrite: read of block %llu: %s\n",
@@ -105,8 +107,8 @@ static int do_check(const char *file, unsigned long long id,
 		}
 		if (memcmp(buf, want, BLOCK)) {
 			fprintf(stderr,
-				"ackwrite: block %llu of %llu does not hold its stamp (id %llu block %llu found)\n",
-				b, count, (unsigned long long)buf[1],
+				"ackwrite: block %llu of %llu from %llu does not hold its stamp (id %llu block %llu found)\n",
+				b, count, first, (unsigned long long)buf[1],
 				(unsigned long long)buf[2]);
 			return 1;
 		}
@@ -117,13 +119,15 @@ static int do_check(const char *file, unsigned long long id,
 
 int main(int argc, char **argv)
 {
-	if (argc == 6 && !strcmp(argv[1], "write"))
+	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "write"))
 		return do_write(argv[2], argv[3], strtoull(argv[4], NULL, 0),
-				strtoull(argv[5], NULL, 0));
-	if (argc == 5 && !strcmp(argv[1], "check"))
+				strtoull(argv[5], NULL, 0),
+				argc == 7 ? strtoull(argv[6], NULL, 0) : 0);
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "check"))
 		return do_check(argv[2], strtoull(argv[3], NULL, 0),
-				strtoull(argv[4], NULL, 0));
-	fprintf(stderr, "usage: ackwrite write DEV ACKFILE ID BLOCKS\n"
-		"       ackwrite check FILE ID COUNT\n");
+				strtoull(argv[4], NULL, 0),
+				argc == 6 ? strtoull(argv[5], NULL, 0) : 0);
+	fprintf(stderr, "usage: ackwrite write DEV ACKFILE ID BLOCKS [FIRST]\n"
+		"       ackwrite check FILE ID COUNT [FIRST]\n");
 	return 2;
 }

@@ -11,7 +11,9 @@
 # same mdev boots the guest, which reads them back, resets the controller
 # three times, turns PCI bus mastering and then memory decoding off and on
 # while fio writes and verifies, removes its PCI function while writing and
-# rescans, and the module unloads.
+# rescans (the blocks acknowledged before the removal read back, in the
+# guest and in the backing file, as do those written across the resets and
+# the PCI command changes), and the module unloads.
 # timeout: 2700
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
@@ -84,8 +86,8 @@ id2=$((id + 1))
 # past the default 900 s there.
 out=$(NVMET_MDEV_GUEST_TIMEOUT=1500 \
 	run_guest --append nvme_core.max_retries=5 --mdev "$uuid" -- \
-	$g ack_check $id "$acks" + dmesg_clean + reset_io $resets + \
-	bus_master_io + remove_rescan $id2)
+	$g ack_check $id "$acks" + dmesg_clean + reset_io $resets $((id + 2)) + \
+	bus_master_io $((id + 3)) + remove_rescan $id2)
 rc=$?
 tap_ok "a new QEMU boots the guest on the same mdev (status $rc)" test $rc -eq 0
 guest_checks "after the kill" "$out"
@@ -98,6 +100,20 @@ en=$(mdev_stat "$uuid" enables)
 tap_ok "the controller was enabled $((resets + 3)) times ($en)" \
 	test "$en" = $((resets + 3))
 released "after the second QEMU" $nqn "$pins0"
+n=$(sed -n 's/^remove: \([0-9]*\) blocks acknowledged before the removal\r\{0,1\}$/\1/p' <<<"$out")
+tap_ok "the ${n:-no} blocks acknowledged before the PCI removal are in the backing file" \
+	eval '[ "${n:-0}" -ge 64 ] && "$aw" check /tmp/ns1.img $id2 "$n"'
+# The blocks ackwrite stamped across the resets and across bus mastering
+# and memory decoding off and on ("acked: ID FIRST COUNT").
+acked=$(sed -n 's/^acked: \([0-9]* [0-9]* [0-9]*\)\r\{0,1\}$/\1/p' <<<"$out")
+runs=$(grep -c . <<<"$acked")
+tap_ok "the guest stamped blocks across the resets and the PCI command changes ($runs runs)" \
+	test "$runs" -eq 2
+while read -r i first n; do
+	[ -n "$i" ] || continue
+	tap_ok "the $n blocks acknowledged from block $first (id $i) are in the backing file" \
+		"$aw" check /tmp/ns1.img "$i" "$n" "$first"
+done <<<"$acked"
 
 tap_ok "remove the mdev" remove_mdev "$uuid"
 teardown_nvmet

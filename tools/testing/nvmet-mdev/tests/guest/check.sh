@@ -279,6 +279,25 @@ ack_check() {
 		"$ackwrite" check $dev "$1" "$2"
 }
 
+# ack_bg ID FIRST: in the background (pid in $apid), ackwrite stamps 4 KiB
+# blocks from block FIRST on (2048 at most), one at a time, counting those
+# completed in the run directory; ack_end WHAT ID FIRST: stop it, check
+# that some completed, and print "acked: ID FIRST COUNT" for the host VM,
+# which finds them in the backing file once QEMU has gone.
+ack_bg() {
+	"$ackwrite" write $dev "/run/nvmet-mdev/acks-$2" "$1" 2048 "$2" &
+	apid=$!
+}
+
+ack_end() {
+	local n=0
+	kill $apid
+	wait $apid
+	read -r n < "/run/nvmet-mdev/acks-$3"
+	check "blocks acknowledged across $1 (${n:-0})" test "${n:-0}" -gt 0
+	echo "acked: $2 $3 ${n:-0}"
+}
+
 # tick SECONDS: sleep with builtins (a read with a timeout from a FIFO
 # nobody writes): an exec costs a nested guest seconds.  Each process opens
 # the FIFO for itself: when a command substitution ($(wait_for ...)) ticks
@@ -348,21 +367,24 @@ write_bg() {
 }
 
 reset_io() {
-	# reset_io RESETS: the guest resets its controller RESETS times while
-	# fio writes and verifies (randrw, 2 jobs at QD16 on the namespace's
-	# upper half).  Commands cut off by a reset are the driver's to retry
+	# reset_io RESETS ID: the guest resets its controller RESETS times
+	# while fio writes and verifies (randrw, 2 jobs at QD16 on the
+	# namespace's upper half) and ackwrite stamps blocks from block 4096
+	# (ack_bg).  Commands cut off by a reset are the driver's to retry
 	# (boot with nvme_core.max_retries > 0).
-	local i fpid fbase
+	local i fpid fbase apid
 	cd /tmp || return
 	dmesg -C
 	verify_bg reset
 	verify_flows "the resets"
+	ack_bg "$2" 4096
 	tick 5
 	for ((i = 1; i <= $1; i++)); do
 		check "fio is running at reset $i" kill -0 $fpid
 		check "reset $i during I/O" eval "echo 1 > $ctrl/reset_controller"
 		tick 5
 	done
+	ack_end "the resets" "$2" 4096
 	verify_end "$1 resets"
 	dmesg_clean "across the resets"
 }
@@ -383,19 +405,21 @@ io_past() {
 }
 
 bus_master_io() {
-	# bus_master_io: while fio writes and verifies (randrw, 2 jobs at
-	# QD16), the guest clears Bus Master Enable in the controller's PCI
+	# bus_master_io ID: while fio writes and verifies (randrw, 2 jobs at
+	# QD16) and ackwrite stamps blocks from block 6144 (ack_bg), the
+	# guest clears Bus Master Enable in the controller's PCI
 	# command register for 4 s: after the completions the device had
 	# already posted, no I/O completes and commands stay in flight; set
 	# again, I/O goes on by itself; then it clears Memory Space Enable
 	# for 3 s and sets it again; then the driver resets the controller,
 	# and fio verifies everything it wrote.
-	local fpid fbase bdf a b c ir iw
+	local fpid fbase apid bdf a b c ir iw
 	bdf=$(basename "$(readlink -f $ctrl/device)")
 	cd /tmp || return
 	dmesg -C
 	verify_bg bme
 	verify_flows "bus mastering goes off"
+	ack_bg "$1" 6144
 	tick 2
 	check "fio is running before bus mastering goes off" kill -0 $fpid
 	check "bus mastering off ($bdf)" setpci -s "$bdf" COMMAND=0:4
@@ -427,6 +451,7 @@ bus_master_io() {
 	tick 3
 	b=$(blk_done)
 	check "I/O goes on after the reset ($a, then $b)" test "$b" -gt "$a"
+	ack_end "bus mastering and memory decoding off and on" "$1" 6144
 	verify_end "bus mastering and memory decoding off and on"
 	dmesg_clean "around bus mastering and memory decoding off"
 }
