@@ -12,7 +12,8 @@
 # system is the current "/" shared read-only over 9p, so the repository and
 # every installed tool are visible at the same paths.
 #
-# The console is streamed to stdout.  The exit status is the command's, but
+# The console is streamed to stdout, QEMU's own messages to stderr
+# (prefixed "vm.sh: qemu: ").  The exit status is the command's, but
 # a kernel splat (BUG, WARNING, Oops, KASAN, UBSAN, lockdep, RCU stall,
 # hung task, soft lockup, ...) in the VM's log fails the run (status 99),
 # and a VM that died before reporting a status gives 98, one that reported
@@ -335,10 +336,18 @@ if [ $libvirt -eq 1 ]; then
 	libvirt_guest
 	qemu_rc=$?
 else
+	# QEMU's own messages go to standard error, a line at a time, not
+	# into the console: a warning there could cut a line of the guest's
+	# that a test reads.  Through a FIFO: the host VM has no /dev/fd for
+	# a process substitution.
+	mkfifo "$run/qemu.err"
+	sed -u 's/^/vm.sh: qemu: /' < "$run/qemu.err" >&2 &
+	qemu_err=$!
 	timeout --foreground -k 10 "$timeout" \
-		qemu-system-x86_64 "${args[@]}" -serial stdio </dev/null 2>&1 |
-		tee "$console" | echo_console
+		qemu-system-x86_64 "${args[@]}" -serial stdio </dev/null \
+		2> "$run/qemu.err" | tee "$console" | echo_console
 	qemu_rc=${PIPESTATUS[0]}
+	wait $qemu_err
 fi
 for p in $watch $state; do
 	kill "$p" 2>/dev/null
