@@ -2167,6 +2167,64 @@ static int cgroup_rmdir(const char *grp)
 	return access(grp, F_OK) ? 0 : -EBUSY;
 }
 
+/*
+ * Move this process into a new cgroup v2 group CGROUP_ROOT/@name.PID (its
+ * path into @grp), with @controllers enabled for the root's children
+ * (already enabled is fine: the files a test reads then tell); the group
+ * it leaves goes into @orig.  1 without cgroup v2 (skip the test), 0 when
+ * moved in, -1 after a failed check; then and at the end of the test,
+ * cgroup_leave().
+ */
+static int cgroup_enter(struct __test_metadata *_metadata, const char *name,
+			const char *controllers, char *grp, size_t len,
+			char *orig, size_t olen)
+{
+	char path[600], pid[32];
+	int ret;
+
+	grp[0] = 0;
+	if (access(CGROUP_ROOT "/cgroup.controllers", F_OK))
+		return 1;
+	ret = cgroup_self_procs(orig, olen);
+	EXPECT_EQ(0, ret) {
+		TH_LOG("/proc/self/cgroup: no cgroup v2 group");
+	}
+	if (ret)
+		return -1;
+	host_write_file(CGROUP_ROOT "/cgroup.subtree_control", controllers);
+	snprintf(grp, len, CGROUP_ROOT "/%s.%d", name, getpid());
+	ret = mkdir(grp, 0755) ? -errno : 0;
+	EXPECT_EQ(0, ret) {
+		TH_LOG("cannot make %s: %s", grp, strerror(-ret));
+	}
+	if (ret) {
+		grp[0] = 0;
+		return -1;
+	}
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	ret = host_write_file(path_of(path, sizeof(path), grp, "cgroup.procs"),
+			      pid);
+	EXPECT_EQ(0, ret) {
+		TH_LOG("cannot move into %s: %s", grp, strerror(-ret));
+	}
+	return ret ? -1 : 0;
+}
+
+/* Back into the group cgroup_enter() left, and remove the one it made. */
+static void cgroup_leave(struct __test_metadata *_metadata, const char *grp,
+			 const char *orig)
+{
+	char pid[32];
+
+	if (!grp[0])
+		return;
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	EXPECT_EQ(0, host_write_file(orig, pid));
+	EXPECT_EQ(0, cgroup_rmdir(grp)) {
+		TH_LOG("%s is left behind", grp);
+	}
+}
+
 static uint64_t cgroup_u64(const char *dir, const char *file)
 {
 	char path[512], line[64];
@@ -2189,35 +2247,24 @@ static uint64_t cgroup_u64(const char *dir, const char *file)
  */
 TEST_F_TIMEOUT(unopened, threads_in_openers_cgroup, 120)
 {
-	char grp[256], path[600], orig[600], line[512], want[300], pid[32];
+	char grp[256], path[600], orig[600], line[512], want[300];
 	struct client c;
 	pid_t tids[256];
 	uint64_t mem0, mem1, own = 0, entries = 0;
 	unsigned int q;
 	int i, n, ret;
 
-	if (access(CGROUP_ROOT "/cgroup.controllers", F_OK))
+	ret = cgroup_enter(_metadata, "nvmet-client", "+memory +cpu", grp,
+			   sizeof(grp), orig, sizeof(orig));
+	if (ret > 0)
 		SKIP(return, "no cgroup v2 at " CGROUP_ROOT);
-	ASSERT_EQ(0, cgroup_self_procs(orig, sizeof(orig))) {
-		TH_LOG("/proc/self/cgroup: no cgroup v2 group");
-	}
-	snprintf(grp, sizeof(grp), CGROUP_ROOT "/nvmet-client.%d", getpid());
-	snprintf(want, sizeof(want), "0::/nvmet-client.%d", getpid());
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	/* Already enabled is fine; then the writes below tell. */
-	host_write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory +cpu");
-	ASSERT_EQ(0, mkdir(grp, 0755) ? -errno : 0);
-	snprintf(path, sizeof(path), "%s/cgroup.procs", grp);
-	ret = host_write_file(path, pid);
-	EXPECT_EQ(0, ret) {
-		TH_LOG("cannot move into %s: %s", grp, strerror(-ret));
-	}
 	if (ret)
-		goto out_rmdir;
+		goto out;
+	snprintf(want, sizeof(want), "0::/nvmet-client.%d", getpid());
 
 	__client_open(_metadata, &c);
 	if (!c.open)
-		goto out_back;
+		goto out;
 	ASSERT_EQ(0, nvme_bringup(&c.ctrl, CLIENT_AQ_DEPTH, 0, 0, true));
 	mem0 = cgroup_u64(grp, "memory.current");
 	/* Big queues, so that their iods dwarf the noise. */
@@ -2252,12 +2299,8 @@ TEST_F_TIMEOUT(unopened, threads_in_openers_cgroup, 120)
 	}
 	EXPECT_GE((int64_t)(mem1 - mem0 - own), (int64_t)(entries * 512));
 	client_close(&c);
-out_back:
-	EXPECT_EQ(0, host_write_file(orig, pid));
-out_rmdir:
-	EXPECT_EQ(0, cgroup_rmdir(grp)) {
-		TH_LOG("%s is left behind", grp);
-	}
+out:
+	cgroup_leave(_metadata, grp, orig);
 }
 
 /* "KEY VALUE" line @key of @dir/@file (cpu.stat), 0 if absent. */
@@ -2298,32 +2341,22 @@ static uint64_t cgroup_stat(const char *dir, const char *file, const char *key)
 
 TEST_F_TIMEOUT(unopened, memory_max_fails_queue_creation, 120)
 {
-	char grp[256], path[600], orig[600], line[64], pid[32];
+	char grp[256], path[600], orig[600], line[64];
 	uint64_t cur, max0, max1, oom0, oom1;
 	struct nvme_dma buf;
 	struct client c;
 	int ret, st;
 
-	if (access(CGROUP_ROOT "/cgroup.controllers", F_OK))
+	ret = cgroup_enter(_metadata, "nvmet-memmax", "+memory", grp,
+			   sizeof(grp), orig, sizeof(orig));
+	if (ret > 0)
 		SKIP(return, "no cgroup v2 at " CGROUP_ROOT);
-	ASSERT_EQ(0, cgroup_self_procs(orig, sizeof(orig))) {
-		TH_LOG("/proc/self/cgroup: no cgroup v2 group");
-	}
-	snprintf(grp, sizeof(grp), CGROUP_ROOT "/nvmet-memmax.%d", getpid());
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	host_write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory");
-	ASSERT_EQ(0, mkdir(grp, 0755) ? -errno : 0);
-	ret = host_write_file(path_of(path, sizeof(path), grp, "cgroup.procs"),
-			      pid);
-	EXPECT_EQ(0, ret) {
-		TH_LOG("cannot move into %s: %s", grp, strerror(-ret));
-	}
 	if (ret)
-		goto out_rmdir;
+		goto out;
 
 	__client_open(_metadata, &c);
 	if (!c.open)
-		goto out_back;
+		goto out;
 	ASSERT_LE(QUEUE_MAX_DEPTH, NVME_CAP_MQES(c.ctrl.cap) + 1);
 	ASSERT_EQ(0, nvme_bringup(&c.ctrl, CLIENT_AQ_DEPTH, 1, QUEUE_MAX_DEPTH,
 				  false));
@@ -2361,12 +2394,8 @@ TEST_F_TIMEOUT(unopened, memory_max_fails_queue_creation, 120)
 	EXPECT_EQ(0, nvme_rw(&c.ctrl, 1, nvme_cmd_read, 0, 8, &buf, 0));
 	nvme_dma_free(&c.ctrl, &buf);
 	client_close(&c);
-out_back:
-	EXPECT_EQ(0, host_write_file(orig, pid));
-out_rmdir:
-	EXPECT_EQ(0, cgroup_rmdir(grp)) {
-		TH_LOG("%s is left behind", grp);
-	}
+out:
+	cgroup_leave(_metadata, grp, orig);
 }
 
 static uint64_t process_cpu_ms(void)
@@ -2416,7 +2445,7 @@ static uint64_t read_for(struct client *c, struct nvme_dma *buf, uint64_t ms,
 TEST_F_TIMEOUT(unopened, cpu_max_covers_queue_threads, 120)
 {
 	const char *dbmode = getenv("NVMET_MDEV_DOORBELL");
-	char grp[256], path[600], orig[600], line[512], pid[32];
+	char grp[256], path[600], orig[600], line[512];
 	uint64_t use0, use1, thr0, thr1, own0, own1, mdev0, mdev1;
 	uint64_t use, own, mdev, wall, reads, free_wall, free_reads;
 	struct nvme_dma buf;
@@ -2425,15 +2454,12 @@ TEST_F_TIMEOUT(unopened, cpu_max_covers_queue_threads, 120)
 
 	if (dbmode && !strcmp(dbmode, "pwrite"))
 		SKIP(return, "trapped doorbells: the writer fetches, not the threads");
-	if (access(CGROUP_ROOT "/cgroup.controllers", F_OK))
+	ret = cgroup_enter(_metadata, "nvmet-cpumax", "+cpu", grp, sizeof(grp),
+			   orig, sizeof(orig));
+	if (ret > 0)
 		SKIP(return, "no cgroup v2 at " CGROUP_ROOT);
-	ASSERT_EQ(0, cgroup_self_procs(orig, sizeof(orig))) {
-		TH_LOG("/proc/self/cgroup: no cgroup v2 group");
-	}
-	snprintf(grp, sizeof(grp), CGROUP_ROOT "/nvmet-cpumax.%d", getpid());
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	host_write_file(CGROUP_ROOT "/cgroup.subtree_control", "+cpu");
-	ASSERT_EQ(0, mkdir(grp, 0755) ? -errno : 0);
+	if (ret)
+		goto out;
 	snprintf(line, sizeof(line), "%d 100000", CPU_MAX_PCT * 1000);
 	ret = host_write_file(path_of(path, sizeof(path), grp, "cpu.max"), line);
 	EXPECT_EQ(0, ret) {
@@ -2441,18 +2467,11 @@ TEST_F_TIMEOUT(unopened, cpu_max_covers_queue_threads, 120)
 		       strerror(-ret));
 	}
 	if (ret)
-		goto out_rmdir;
-	ret = host_write_file(path_of(path, sizeof(path), grp, "cgroup.procs"),
-			      pid);
-	EXPECT_EQ(0, ret) {
-		TH_LOG("cannot move into %s: %s", grp, strerror(-ret));
-	}
-	if (ret)
-		goto out_rmdir;
+		goto out;
 
 	__client_open(_metadata, &c);
 	if (!c.open)
-		goto out_back;
+		goto out;
 	ASSERT_EQ(0, nvme_bringup(&c.ctrl, CLIENT_AQ_DEPTH, 1, 64, false));
 	ASSERT_EQ(0, nvme_dma_alloc(&c.ctrl, 8 * NVME_PAGE_SIZE, &buf));
 
@@ -2502,12 +2521,8 @@ TEST_F_TIMEOUT(unopened, cpu_max_covers_queue_threads, 120)
 	EXPECT_LE(reads * free_wall * 2, free_reads * wall);
 	nvme_dma_free(&c.ctrl, &buf);
 	client_close(&c);
-out_back:
-	EXPECT_EQ(0, host_write_file(orig, pid));
-out_rmdir:
-	EXPECT_EQ(0, cgroup_rmdir(grp)) {
-		TH_LOG("%s is left behind", grp);
-	}
+out:
+	cgroup_leave(_metadata, grp, orig);
 }
 
 TEST_HARNESS_MAIN
