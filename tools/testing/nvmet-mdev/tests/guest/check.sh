@@ -281,12 +281,19 @@ ack_check() {
 
 # ack_bg ID FIRST: in the background (pid in $apid), ackwrite stamps 4 KiB
 # blocks from block FIRST on (2048 at most), one at a time, counting those
-# completed in the run directory; ack_end WHAT ID FIRST: stop it, check
-# that some completed, and print "acked: ID FIRST COUNT" for the host VM,
-# which finds them in the backing file once QEMU has gone.
+# completed in the run directory; returns once one is (its exec alone can
+# take a loaded nested guest seconds), 300 s at most.  ack_end WHAT ID
+# FIRST: stop it, check that some completed, and print "acked: ID FIRST
+# COUNT" for the host VM, which finds them in the backing file once QEMU
+# has gone.
 ack_bg() {
+	local i n=0
 	"$ackwrite" write $dev "/run/nvmet-mdev/acks-$2" "$1" 2048 "$2" &
 	apid=$!
+	for ((i = 0; i < 300 && n < 1; i++)); do
+		tick 1
+		read -r n < "/run/nvmet-mdev/acks-$2" 2>/dev/null || n=0
+	done
 }
 
 ack_end() {
