@@ -326,3 +326,19 @@ guest_checks() {
 	done <<<"$2"
 	[ $n -gt 0 ] || tap_ok "$prefix: the guest reported its checks" false
 }
+
+# acked_in IMAGE RUNS OUTPUT: the guest's ack_end lines in OUTPUT ("acked:
+# ID FIRST COUNT") are RUNS, and the blocks each says were acknowledged
+# hold their stamps in the namespace's backing file IMAGE (read once QEMU
+# has gone).
+acked_in() {
+	local aw=$NVMET_MDEV_HARNESS/client/out/ackwrite acked runs i first n
+	acked=$(sed -n 's/^acked: \([0-9]* [0-9]* [0-9]*\)\r\{0,1\}$/\1/p' <<<"$3")
+	runs=$(grep -c . <<<"$acked")
+	tap_ok "the guest stamped blocks in $2 runs ($runs)" test "$runs" -eq "$2"
+	while read -r i first n; do
+		[ -n "$i" ] || continue
+		tap_ok "the $n blocks acknowledged from block $first (id $i) are in $1" \
+			"$aw" check "$1" "$i" "$n" "$first"
+	done <<<"$acked"
+}

@@ -283,9 +283,9 @@ ack_check() {
 # blocks from block FIRST on (2048 at most), one at a time, counting those
 # completed in the run directory; returns once one is (its exec alone can
 # take a loaded nested guest seconds), 300 s at most.  ack_end WHAT ID
-# FIRST: stop it, check that some completed, and print "acked: ID FIRST
-# COUNT" for the host VM, which finds them in the backing file once QEMU
-# has gone.
+# FIRST: stop it, check that some completed, set $acked to their count and
+# print "acked: ID FIRST COUNT" for the host VM, which finds them in the
+# backing file once QEMU has gone.
 ack_bg() {
 	local i n=0
 	"$ackwrite" write $dev "/run/nvmet-mdev/acks-$2" "$1" 2048 "$2" &
@@ -296,13 +296,25 @@ ack_bg() {
 	done
 }
 
+# ackwrite's write may never return (a controller that is gone: the
+# multipath node holds it); once ackwrite is dead (Z) or waits in the
+# write (D: the signal ends it before it counts another block), its count
+# is final.  A dead one is reaped, a waiting one left.
 ack_end() {
-	local n=0
-	kill $apid
-	wait $apid
-	read -r n < "/run/nvmet-mdev/acks-$3"
-	check "blocks acknowledged across $1 (${n:-0})" test "${n:-0}" -gt 0
-	echo "acked: $2 $3 ${n:-0}"
+	local i st=R
+	acked=0
+	kill -9 $apid 2>/dev/null
+	for ((i = 0; i < 60; i++)); do
+		read -r _ _ st _ < "/proc/$apid/stat" 2>/dev/null || st=Z
+		[ "$st" = Z ] || [ "$st" = D ] && break
+		tick 0.5
+	done
+	[ "$st" = Z ] && wait $apid 2>/dev/null
+	read -r acked < "/run/nvmet-mdev/acks-$3"
+	acked=${acked:-0}
+	check "blocks acknowledged across $1 ($acked, ackwrite $st)" \
+		test "$acked" -gt 0
+	echo "acked: $2 $3 $acked"
 }
 
 # tick SECONDS: sleep with builtins (a read with a timeout from a FIFO
@@ -398,9 +410,9 @@ reset_io() {
 
 # blk_done: the I/Os the namespace's block device has completed
 blk_done() {
-	local st
-	read -ra st < /sys/block/${dev#/dev/}/stat
-	echo $((st[0] + st[4]))
+	local io
+	read -ra io < /sys/block/${dev#/dev/}/stat
+	echo $((io[0] + io[4]))
 }
 
 # io_past N: the namespace's block device has completed more than N I/Os.
