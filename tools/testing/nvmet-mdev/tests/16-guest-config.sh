@@ -2,18 +2,22 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The nvmet configuration changes under a guest doing I/O.
-#  1. The namespace is disabled while fio writes to it, then enabled
-#     again: the guest's nvme driver drops the namespace and gets it back
-#     (Namespace Attribute Changed events), and fio verifies on it.
+#  1. The namespace is disabled while fio writes to it and ackwrite
+#     (client/ackwrite.c) stamps blocks one at a time, then enabled again:
+#     the guest's nvme driver drops the namespace and gets it back
+#     (Namespace Attribute Changed events), the blocks acknowledged before
+#     read back, and fio verifies on it.
 #  2. modprobe -r nvmet-mdev while QEMU has the mdev open: refused at
 #     once.
 #  3. The subsystem is unlinked from the port and the port removed while
-#     fio writes: the port's mdev parent goes away, which removes the mdev
-#     once its user lets go (QEMU is asked through the request interrupt;
-#     a guest without PCI hotplug never answers, so it lasts until QEMU
-#     exits).  The guest's controller fails and its driver gives it up; the
-#     guest powers off; the mdev is gone; the same port and link can be
-#     made again, a new mdev works, and the module unloads.
+#     fio writes and ackwrite stamps blocks: the port's mdev parent goes
+#     away, which removes the mdev once its user lets go (QEMU is asked
+#     through the request interrupt; a guest without PCI hotplug never
+#     answers, so it lasts until QEMU exits).  The guest's controller
+#     fails and its driver gives it up; the guest powers off; the mdev is
+#     gone; the same port and link can be made again, a new mdev works,
+#     and the module unloads.
+# Every block acknowledged before either event is in the backing file.
 # After the guest no nvmet controller is left and its pages are unpinned.
 # timeout: 1800
 . "$(dirname "$0")/../lib.sh"
@@ -27,8 +31,9 @@ run=/tmp/config-run
 
 rm -rf $run && mkdir -p $run
 pins0=$(foll_pins)
+id=$((SRANDOM % 1000000000 + 1))
 TMPDIR=$run NVMET_MDEV_GUEST_TIMEOUT=1500 run_guest --mdev "$uuid" -- \
-	$g ns_off_on + ctrl_removed > /tmp/config.out 2>/dev/null &
+	$g ns_off_on $id + ctrl_removed $((id + 1)) > /tmp/config.out 2>/dev/null &
 gpid=$!
 
 if guest_said $run $gpid io 1200; then
@@ -73,6 +78,7 @@ rc=$?
 out=$(cat /tmp/config.out)
 tap_ok "the guest powered off clean (status $rc)" test $rc -eq 0
 guest_checks "config" "$out"
+acked_in /tmp/ns1.img 2 "$out"
 grep -E 'nvme nvme0: |^(ctrl|step): ' /tmp/config.out | tail -n 12 |
 	sed 's/^/# guest: /'
 

@@ -377,10 +377,13 @@ verify_end() {
 }
 
 # write_bg NAME: in the background (pid in $fpid), fio writes to the
-# namespace for good, going on past errors
+# namespace's upper half for good, going on past errors
 write_bg() {
+	local half
+	half=$(half_bytes)
 	fio --name="$1" --filename=$dev --direct=1 --ioengine=io_uring \
 		--rw=randwrite --bs=4k --iodepth=8 --time_based --runtime=900 \
+		--offset="$half" --size="$half" \
 		--continue_on_error=all --output=/tmp/fio.out > /tmp/fio.err 2>&1 &
 	fpid=$!
 }
@@ -528,24 +531,29 @@ wait_for() {
 }
 
 ns_off_on() {
-	# ns_off_on: says "io" in the run directory while fio writes to the
-	# namespace, and the host disables the namespace: the nvme driver
-	# drops it on the Namespace Attribute Changed event (fio's writes
-	# fail from then on); says "ns-gone", and the host enables it again:
-	# the namespace comes back on the next event and fio verifies on it
-	local fpid s
+	# ns_off_on ID: fio writes to the namespace's upper half and ackwrite
+	# stamps blocks from block 4096 (ack_bg); says "io" in the run
+	# directory, and the host disables the namespace: the nvme driver
+	# drops it on the Namespace Attribute Changed event (the writes fail
+	# from then on); says "ns-gone", and the host enables it again: the
+	# namespace comes back on the next event, the blocks acknowledged
+	# before it went read back, and fio verifies on it
+	local fpid s apid acked
 	cd /tmp || return
 	write_bg nsoff
-	tick 5
+	ack_bg "$1" 4096
 	check "fio is writing when the namespace goes" kill -0 $fpid
 	: > /run/nvmet-mdev/io
 	s=$(wait_for 300 test ! -b $dev)
 	check "the namespace went away (after ${s%%$'\n'*} s)" test ! -b $dev
 	kill $fpid
 	wait $fpid
+	ack_end "the namespace's disabling" "$1" 4096
 	: > /run/nvmet-mdev/ns-gone
 	s=$(wait_for 300 test -b $dev)
 	check "the namespace came back (after ${s%%$'\n'*} s)" test -b $dev || return
+	check "the $acked blocks acknowledged before it went read back" \
+		"$ackwrite" check $dev "$1" "$acked" 4096
 	fio_verify 4k 4 2
 }
 
@@ -571,15 +579,17 @@ ctrl_state() {
 }
 
 ctrl_removed() {
-	# ctrl_removed: says "unlink" in the run directory while fio writes;
-	# the host takes the subsystem off the port and removes the port: the
-	# controller fails (CSTS.CFS), the driver's reset cannot enable it
-	# again, and the driver gives it up (state "dead", or removed);
-	# fio's writes fail, nothing hangs
-	local fpid i st last=
+	# ctrl_removed ID: says "unlink" in the run directory while fio
+	# writes to the namespace's upper half and ackwrite stamps blocks
+	# from block 6144 (ack_bg); the host takes the subsystem off the port
+	# and removes the port: the controller fails (CSTS.CFS), the driver's
+	# reset cannot enable it again, and the driver gives it up (state
+	# "dead", or removed); fio's writes fail, nothing hangs, and the host
+	# finds the blocks acknowledged before in the backing file
+	local fpid apid acked i st last=
 	cd /tmp || return
 	write_bg unlink
-	tick 5
+	ack_bg "$1" 6144
 	check "fio is writing when the port goes" kill -0 $fpid
 	: > /run/nvmet-mdev/unlink
 	for ((i = 0; i < 600; i++)); do
@@ -593,6 +603,7 @@ ctrl_removed() {
 	done
 	check "the driver gave the controller up ($st after $i s)" \
 		eval '[ "$st" = dead ] || [ "$st" = gone ]'
+	ack_end "the port's removal" "$1" 6144
 	# fio's writes may wait for good in the multipath node's queue for a
 	# path to come back; it is not waited for (poweroff -f ends it).
 	kill -9 $fpid
