@@ -11,10 +11,12 @@
 # device in use): vfio's request interrupt tells QEMU, which asks the guest
 # to unplug the device (the guest kernel has no PCIe hotplug, so it keeps
 # it); the removal waits while QEMU has the device open, the guest's I/O
-# goes on, and the removal completes once QEMU has closed the device at the
-# guest's power-off and the test has closed the vfio cdev it holds open
-# (without binding it) so that the device's counters outlive QEMU.  Then
-# no nvmet controller and no pinned page is left, and the module unloads.
+# goes on (fio verifying, ackwrite stamping blocks one at a time: the host
+# finds those acknowledged in the backing file), and the removal completes
+# once QEMU has closed the device at the guest's power-off and the test has
+# closed the vfio cdev it holds open (without binding it) so that the
+# device's counters outlive QEMU.  Then no nvmet controller and no pinned
+# page is left, and the module unloads.
 # timeout: 1800
 . "$(dirname "$0")/../lib.sh"
 export NVMET_MDEV_GUEST_TIMEOUT=${NVMET_MDEV_GUEST_TIMEOUT:-1500}
@@ -38,11 +40,12 @@ nodedev_is_ours() {
 tap_ok "... of our type, under our port's parent" nodedev_is_ours
 
 pins0=$(foll_pins)
+id=$((SRANDOM % 1000000000 + 1))
 rm -rf /tmp/lv
 mkdir -p /tmp/lv
 TMPDIR=/tmp/lv run_guest --libvirt --mdev "$u" --mem 768M \
 	--append "nvme.write_queues=1 nvme.poll_queues=1" -- \
-	$g identify 134217728 8 1 + meet + fio_verify 4k 16 3 + dmesg_clean \
+	$g identify 134217728 8 1 + meet + acked_verify $id 4k 16 3 + dmesg_clean \
 	> /tmp/lv.out 2>/dev/null &
 p=$!
 # Waits with builtins (pause): an exec in the host VM costs the guest time.
@@ -92,6 +95,7 @@ guest_end=$SECONDS
 out=$(cat /tmp/lv.out)
 tap_ok "the libvirt guest ran clean (status $rc)" test $rc -eq 0
 guest_checks "libvirt guest" "$out"
+acked_in /tmp/lv.img 1 "$out"
 guest_shutdown "libvirt guest" "$u" "$out"
 pause 2
 tap_ok "the removal waits while the test holds the vfio cdev" removal_waits

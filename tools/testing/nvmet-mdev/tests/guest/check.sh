@@ -130,6 +130,17 @@ fio_verify() {
 	check "fio bs=$1 reported 0 errors" test "$(fio_errors /tmp/fio.out)" = 0
 }
 
+acked_verify() {
+	# acked_verify ID BS MIB JOBS: fio_verify BS MIB JOBS while ackwrite
+	# stamps blocks from the end of fio's first part on (ack_bg; up to
+	# 8 MiB, which must fit before its second part); the host finds them
+	# in the backing file
+	local apid acked
+	ack_bg "$1" $(($3 * 256))
+	fio_verify "$2" "$3" "$4"
+	ack_end "fio's verified I/O" "$1" $(($3 * 256))
+}
+
 intx() {
 	# intx: after I/O, the controller's interrupts (boot with pci=nomsi)
 	# are pin-based, and they were delivered
