@@ -298,12 +298,20 @@ ack_check() {
 # print "acked: ID FIRST COUNT" for the host VM, which finds them in the
 # backing file once QEMU has gone.
 ack_bg() {
-	local i n=0
+	local n
 	"$ackwrite" write $dev "/run/nvmet-mdev/acks-$2" "$1" 2048 "$2" &
 	apid=$!
-	for ((i = 0; i < 300 && n < 1; i++)); do
+	acks_wait "/run/nvmet-mdev/acks-$2" 1 300
+}
+
+# acks_wait FILE MIN SECONDS: wait until the count ackwrite keeps in FILE
+# reaches MIN, SECONDS at most; the count is left in the caller's $n.
+acks_wait() {
+	local i
+	n=0
+	for ((i = 0; i < $3 && n < $2; i++)); do
 		tick 1
-		read -r n < "/run/nvmet-mdev/acks-$2" 2>/dev/null || n=0
+		read -r n < "$1" 2>/dev/null || n=0
 	done
 }
 
@@ -495,14 +503,11 @@ remove_rescan() {
 	# a time), then rescans the bus: the driver shuts the controller down
 	# on removal, the rescan finds the function again, and every block
 	# ackwrite was told was written before the removal reads back.
-	local bdf aw i n=0
+	local bdf aw i n
 	bdf=$(basename "$(readlink -f $ctrl/device)")
 	"$ackwrite" write $dev /run/nvmet-mdev/acks-rm "$1" 4096 &
 	aw=$!
-	for ((i = 0; i < 300 && n < 64; i++)); do
-		tick 1
-		read -r n < /run/nvmet-mdev/acks-rm 2>/dev/null || n=0
-	done
+	acks_wait /run/nvmet-mdev/acks-rm 64 300
 	check "blocks acknowledged before the removal ($n)" test "$n" -ge 64
 	check "remove the PCI function $bdf during I/O" \
 		eval "echo 1 > /sys/bus/pci/devices/$bdf/remove"
@@ -635,7 +640,7 @@ reboot_mid_io() {
 	# and once 32 blocks are acknowledged the guest resets.  In a VM run
 	# with vm.sh --reboot the same QEMU boots the guest again, and the
 	# command's steps after this one run then (see the end of this file).
-	local i n=0 dd
+	local n dd
 	mkdir -p /tmp/mnt
 	check "mount before the reboot" mount $dev /tmp/mnt || return
 	check "a file for the stamps" dd if=/dev/zero of=/tmp/mnt/acks.bin \
@@ -644,10 +649,7 @@ reboot_mid_io() {
 	dd if=/dev/zero of=/tmp/mnt/busy bs=64k count=1024 oflag=direct status=none &
 	dd=$!
 	"$ackwrite" write /tmp/mnt/acks.bin /run/nvmet-mdev/acks "$1" 1024 &
-	for ((i = 0; i < 600 && n < 32; i++)); do
-		tick 1
-		read -r n < /run/nvmet-mdev/acks 2>/dev/null || n=0
-	done
+	acks_wait /run/nvmet-mdev/acks 32 600
 	check "blocks acknowledged before the reboot ($n)" test "$n" -ge 32
 	check "the direct writes are running at the reboot" kill -0 $dd
 	echo "reboot: resetting with I/O in flight after $n acknowledged blocks"
