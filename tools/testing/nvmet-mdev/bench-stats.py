@@ -40,7 +40,8 @@ KVM = "/sys/kernel/debug/kvm"
 KVM_KEYS = ["exits", "mmio_exits", "halt_exits", "halt_wakeup", "pf_taken",
             "irq_injections"]
 MDEV_KEYS = ["commands", "trapped_doorbell_writes", "interrupts",
-             "moderation_probes", "moderation_probes_failed", "deferred_traps"]
+             "moderation_probes", "moderation_probes_failed", "deferred_traps",
+             "moderation_timeouts"]
 
 
 def read_int(path):

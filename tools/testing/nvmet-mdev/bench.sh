@@ -505,7 +505,8 @@ try:
 except (ValueError, OSError):
     pass
 cols = ["KVM exits", "MMIO exits", "halts", "pf taken", "irqs", "mdev sleeps",
-        "mdev CPU us", "host busy", "traps", "dev irqs", "probes", "deferred"]
+        "mdev CPU us", "host busy", "traps", "dev irqs", "probes", "deferred",
+        "timeouts"]
 rows = []
 for j in jobs:
     for d in disks:
@@ -527,11 +528,11 @@ for j in jobs:
             continue
         # exits mmio halt_exits halt_wakeup pf irq cpu sleeps idle, then
         # the mdev's commands traps interrupts probes failed deferred
+        # timeouts
         busy = 1 - dl[8] / hz / dt
-        dev = ["-"] * 4
-        if d.startswith("mdev") and len(dl) >= 15 and dl[9] > 0:
-            dev = ["%.2f" % (dl[10] / dl[9]), "%.2f" % (dl[11] / dl[9]),
-                   "%.2f" % (dl[12] / dl[9]), "%.2f" % (dl[14] / dl[9])]
+        dev = ["-"] * 5
+        if d.startswith("mdev") and len(dl) >= 16 and dl[9] > 0:
+            dev = ["%.2f" % (dl[i] / dl[9]) for i in (10, 11, 12, 14, 15)]
         rows.append([labels[j] + " " + d,
                      "%.2f" % (dl[0] / ios), "%.2f" % (dl[1] / ios),
                      "%.2f" % (dl[2] / ios), "%.2f" % (dl[4] / ios),
@@ -543,9 +544,10 @@ if rows:
     print()
     print("  host VM side, per I/O (from the job's first I/O, ramp included, over")
     print("  all its repeats; KVM counters are the guest's, mdev sleeps/CPU the")
-    print("  nvmet-mdev queue threads'; traps, dev irqs, probes and deferred are the")
-    print("  mdev's trapped doorbell writes, interrupts, moderation probes and")
-    print("  deferred traps per command):")
+    print("  nvmet-mdev queue threads'; traps, dev irqs, probes, deferred and")
+    print("  timeouts are the mdev's trapped doorbell writes, interrupts,")
+    print("  moderation probes, deferred traps and moderation timeouts per")
+    print("  command):")
     rows.insert(0, ["job"] + cols)
     w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:

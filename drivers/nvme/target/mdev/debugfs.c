@@ -25,6 +25,7 @@ static const char * const nvmet_mdev_stat_names[NVMET_MDEV_NR_STATS] = {
 	[NVMET_MDEV_STAT_PROBES]		= "moderation_probes",
 	[NVMET_MDEV_STAT_PROBES_FAILED]		= "moderation_probes_failed",
 	[NVMET_MDEV_STAT_DEFERRED_TRAPS]	= "deferred_traps",
+	[NVMET_MDEV_STAT_HOLD_TIMEOUTS]		= "moderation_timeouts",
 	[NVMET_MDEV_STAT_DB_FAULTS]		= "doorbell_faults",
 };
 

@@ -153,6 +153,7 @@ enum nvmet_mdev_stat {
 	NVMET_MDEV_STAT_PROBES,			/* traps that held completions */
 	NVMET_MDEV_STAT_PROBES_FAILED,		/* ... and the guest waited */
 	NVMET_MDEV_STAT_DEFERRED_TRAPS,		/* traps leaving EventIdx ahead */
+	NVMET_MDEV_STAT_HOLD_TIMEOUTS,		/* moderation ended by the timer */
 	NVMET_MDEV_STAT_DB_FAULTS,		/* faults on the zapped db page */
 	NVMET_MDEV_NR_STATS
 };

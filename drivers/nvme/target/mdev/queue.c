@@ -842,6 +842,8 @@ static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
 		rest = nvmet_mdev_cq_sqs_pending(cq);
 
 	spin_lock_irqsave(&cq->lock, flags);
+	if (cq->moderate && (n || rest))
+		nvmet_mdev_stat_add(cq->ctrl, NVMET_MDEV_STAT_HOLD_TIMEOUTS, 1);
 	if (rest) {
 		nvmet_mdev_cq_moderate_off(cq, false);
 	} else if (n == 1 && cq->moderate) {
