@@ -143,6 +143,10 @@ struct nvmet_mdev_cq {
 	bool			deferred;	/* EventIdx left ahead, timer armed */
 	u8			probe_shift;	/* probe every 2^n traps */
 	u16			probe_wait;	/* traps until the next probe */
+	u8			hold;		/* signal once this many held */
+	bool			growing;	/* @hold doubled, to be confirmed */
+	u8			grow_shift;	/* double it every 2^n full rounds */
+	u16			grow_wait;	/* full rounds until the next try */
 	u32			trap_gap;	/* ns between traps, average */
 	u64			last_trap;	/* local_clock() */
 	struct rcu_head		rcu;

@@ -38,23 +38,31 @@
  * expensive part of an I/O when the CPU is shared.  A guest that streams
  * (submits again while completions are outstanding) gets its interrupts
  * moderated instead: completions are held until the guest stops submitting
- * for four times its usual gap between trapped writes, or until
- * NVMET_MDEV_HOLD_CQES are held.  The gap is what the guest's submission
- * path costs, so it is measured, not assumed: a nested or overcommitted
- * guest takes tens of milliseconds per exit, and a hold shorter than its
- * gaps would signal every completion (and cost it the interrupt) anyway.
- * Whether a guest streams shows by trying: a trap that finds the CQ not
- * moderated holds its completions (a probe);
- * when the guest waits for a single held completion instead of submitting
- * again, the probe failed and the next one comes after twice as many
- * traps.  A guest that configures Interrupt Coalescing gets what it asked.
+ * for four times its usual gap between trapped writes, or until a round is
+ * full: as many held as the guest keeps outstanding.  The gap is what the
+ * guest's submission path costs, so it is measured, not assumed: a nested
+ * or overcommitted guest takes tens of milliseconds per exit, and a hold
+ * shorter than its gaps would signal every completion (and cost it the
+ * interrupt) anyway.  Whether a guest streams shows by trying: a trap that
+ * finds the CQ not moderated holds its completions (a probe); when the
+ * guest waits for a single held completion instead of submitting again,
+ * the probe failed and the next one comes after twice as many traps.  A
+ * guest that configures Interrupt Coalescing gets what it asked.
+ *
+ * How many a guest keeps outstanding is learned the same way.  A round
+ * starts at NVMET_MDEV_HOLD_CQES; when the hold timer ends one early, with
+ * fewer held and queued than that, the guest waited for them, and that
+ * many make a round from then on.  A full round now and then tries twice
+ * as many: a guest that keeps more fills it, one that does not costs one
+ * more wait for the timer, and the tries get rarer (as the probes do).
  *
  * The traps themselves are the other half of the cost.  Once a guest
- * streams, a trapped write leaves the SQ's EventIdx NVMET_MDEV_TRAP_EVERY
- * commands ahead, so only every so many submissions trap, each fetching
- * all those before it.  When the guest stops submitting, the hold timer
- * (armed whenever EventIdx is left ahead) wakes the SQ's thread for the
- * commands that did not reach the next trap, and ends the moderation.
+ * streams, a trapped write leaves the SQ's EventIdx ahead, at most
+ * NVMET_MDEV_TRAP_EVERY commands and no further than the write that fills
+ * the round, so only every so many submissions trap, each fetching all
+ * those before it.  When the guest stops submitting, the hold timer (armed
+ * whenever EventIdx is left ahead) wakes the SQ's thread for the commands
+ * that did not reach the next trap, and ends the moderation.
  *
  * Completions are posted by nvmet_mdev_queue_response() from whatever
  * context nvmet completes in.  When the CQ is full, completions are parked
@@ -679,7 +687,14 @@ static void nvmet_mdev_cq_post(struct nvmet_mdev_cq *cq,
 /* Longer gaps between traps are pauses, not the pace of a stream. */
 #define NVMET_MDEV_PACE_MAX_NS		(NVMET_MDEV_HOLD_MAX_NS / 2)
 #define NVMET_MDEV_PROBE_SHIFT_MAX	8
+#define NVMET_MDEV_GROW_SHIFT_MAX	8
 #define NVMET_MDEV_TRAP_EVERY		16
+
+/* The most completions @cq holds. */
+static unsigned int nvmet_mdev_cq_hold_max(struct nvmet_mdev_cq *cq)
+{
+	return min(NVMET_MDEV_HOLD_CQES, cq->size / 2);
+}
 
 /* A trapped write to the tail doorbell of an SQ of @cq. */
 static void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq)
@@ -744,13 +759,52 @@ static void nvmet_mdev_cq_signal(struct nvmet_mdev_cq *cq)
 		hrtimer_try_to_cancel(&cq->coalesce_timer);
 }
 
+/*
+ * A round of held completions reached @cq->hold: the guest keeps that many
+ * outstanding.  Now and then try twice as many; a guest that keeps fewer
+ * waits for the hold timer once, and the tries get rarer.  cq->lock held.
+ */
+static void nvmet_mdev_cq_held_all(struct nvmet_mdev_cq *cq)
+{
+	unsigned int max = nvmet_mdev_cq_hold_max(cq);
+
+	if (cq->growing) {
+		cq->growing = false;
+		cq->grow_shift = 0;
+		cq->grow_wait = 0;
+	}
+	if (cq->hold >= max || (cq->grow_wait && --cq->grow_wait))
+		return;
+	cq->hold = min(2 * cq->hold, max);
+	cq->growing = true;
+}
+
+/*
+ * The hold timer found the guest waiting with @depth commands outstanding
+ * (completions held, commands in flight or queued without reaching the
+ * next trap), fewer than @cq->hold: hold no more than that from now on.
+ * cq->lock held.
+ */
+static void nvmet_mdev_cq_held_some(struct nvmet_mdev_cq *cq,
+				    unsigned int depth)
+{
+	if (depth >= cq->hold)
+		return;
+	cq->hold = max(depth, 2U);
+	if (cq->growing) {
+		cq->growing = false;
+		if (cq->grow_shift < NVMET_MDEV_GROW_SHIFT_MAX)
+			cq->grow_shift++;
+	}
+	cq->grow_wait = 1U << cq->grow_shift;
+}
+
 /* Moderation: whether to signal after @n new entries, else hold them. */
 static bool nvmet_mdev_cq_hold(struct nvmet_mdev_cq *cq, unsigned int n)
 {
-	unsigned int max = min(NVMET_MDEV_HOLD_CQES, cq->size / 2);
-
-	if (cq->nr_coalesced + n >= max) {
+	if (cq->nr_coalesced + n >= cq->hold) {
 		nvmet_mdev_cq_signal(cq);
+		nvmet_mdev_cq_held_all(cq);
 		return true;
 	}
 	cq->nr_coalesced += n;
@@ -791,20 +845,41 @@ static struct nvmet_mdev_sq *nvmet_mdev_cq_sq(struct nvmet_mdev_cq *cq, int qid)
 	return sq && sq->cq == cq ? sq : NULL;
 }
 
-/* Whether an SQ posting to @cq has commands to fetch.  Any context. */
-static bool nvmet_mdev_cq_sqs_pending(struct nvmet_mdev_cq *cq)
+/* Commands the guest queued and nobody fetched yet (at least 1 if any). */
+static unsigned int nvmet_mdev_sq_queued(struct nvmet_mdev_sq *sq)
+{
+	u32 tail = nvmet_mdev_db_read(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid));
+	u16 head = READ_ONCE(sq->head);
+
+	if (!nvmet_mdev_sq_has_work(sq))
+		return 0;
+	if (tail >= sq->size || tail == head)
+		return 1;
+	return (tail + sq->size - head) % sq->size;
+}
+
+/*
+ * Commands to fetch in the SQs posting to @cq, and (@inflight) commands
+ * fetched and not complete, roughly.  Any context.
+ */
+static unsigned int nvmet_mdev_cq_sqs_queued(struct nvmet_mdev_cq *cq,
+					     unsigned int *inflight)
 {
 	struct nvmet_mdev_sq *sq;
-	bool pending = false;
+	unsigned int queued = 0;
 	int qid;
 
+	*inflight = 0;
 	rcu_read_lock();
-	for (qid = 1; qid <= cq->ctrl->dp->nr_io_queues && !pending; qid++) {
+	for (qid = 1; qid <= cq->ctrl->dp->nr_io_queues; qid++) {
 		sq = nvmet_mdev_cq_sq(cq, qid);
-		pending = sq && nvmet_mdev_sq_has_work(sq);
+		if (!sq)
+			continue;
+		queued += nvmet_mdev_sq_queued(sq);
+		*inflight += atomic_read(&sq->inflight);
 	}
 	rcu_read_unlock();
-	return pending;
+	return queued;
 }
 
 /* Wake the threads of the SQs posting to @cq.  Any context. */
@@ -826,8 +901,9 @@ static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
 {
 	struct nvmet_mdev_cq *cq =
 		container_of(timer, struct nvmet_mdev_cq, coalesce_timer);
+	unsigned int queued, inflight;
 	unsigned long flags;
-	bool deferred, rest = false;
+	bool deferred;
 	u8 n;
 
 	spin_lock_irqsave(&cq->lock, flags);
@@ -837,14 +913,20 @@ static enum hrtimer_restart nvmet_mdev_coalesce_timer(struct hrtimer *timer)
 	cq->deferred = false;
 	spin_unlock_irqrestore(&cq->lock, flags);
 
-	/* Commands the guest queued without reaching the next trap? */
-	if (deferred)
-		rest = nvmet_mdev_cq_sqs_pending(cq);
+	/*
+	 * Commands the guest queued without reaching the next trap?  With
+	 * EventIdx at the head, its write traps for them (or has, and runs).
+	 */
+	queued = nvmet_mdev_cq_sqs_queued(cq, &inflight);
+	if (!deferred)
+		queued = 0;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	if (cq->moderate && (n || rest))
+	if (cq->moderate && (n || queued))
 		nvmet_mdev_stat_add(cq->ctrl, NVMET_MDEV_STAT_HOLD_TIMEOUTS, 1);
-	if (rest) {
+	if (n > 1 && cq->streaming)
+		nvmet_mdev_cq_held_some(cq, n + queued + inflight);
+	if (queued) {
 		nvmet_mdev_cq_moderate_off(cq, false);
 	} else if (n == 1 && cq->moderate) {
 		nvmet_mdev_cq_moderate_off(cq, true);
@@ -878,6 +960,10 @@ static void nvmet_mdev_sq_trap_next(struct nvmet_mdev_sq *sq)
 	if (!READ_ONCE(sq->ctrl->dp->eidx))
 		return;
 	spin_lock_irqsave(&cq->lock, flags);
+	/* The write that fills the round traps (and gets it signalled). */
+	if (cq->hold > cq->nr_coalesced)
+		every = min_t(unsigned int, every,
+			      cq->hold - cq->nr_coalesced);
 	if (cq->streaming && every > 1) {
 		next = (next + every - 1) % sq->size;
 		cq->deferred = true;
@@ -1143,6 +1229,7 @@ static struct nvmet_mdev_cq *nvmet_mdev_cq_alloc(struct nvmet_mdev_ctrl *ctrl,
 	cq->irq_enabled = irq_enabled;
 	cq->phase = true;
 	cq->bad_head = NVMET_MDEV_DB_VALID;
+	cq->hold = nvmet_mdev_cq_hold_max(cq);
 	spin_lock_init(&cq->lock);
 	INIT_LIST_HEAD(&cq->parked);
 	hrtimer_setup(&cq->coalesce_timer, nvmet_mdev_coalesce_timer,
