@@ -6,10 +6,11 @@
 # shadow doorbells) and 128k (3 jobs of 32 MiB), and 1 MiB I/O at MDTS, with
 # shadow doorbells on (large I/O through SGLs) and off (every doorbell
 # through BAR0, PRP lists only: nvme.sgl_threshold=0); the guest's nvme
-# driver logs no error; the mdev counts commands through the shadow doorbells
-# only when they are on, and the guest's shutdown.  With trapped doorbells, a guest that keeps its
-# queue full gets its completions moderated (far fewer interrupts than
-# I/Os) and one at QD1 does not.
+# driver logs no error; the mdev counts commands through the shadow
+# doorbells only when they are on, and the guest's shutdown.  With trapped
+# doorbells, a guest that keeps its queue full (at QD32, and at QD8, below
+# what the device holds at most) gets its completions moderated (far fewer
+# interrupts than I/Os) and one at QD1 does not.
 # timeout: 2700
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
