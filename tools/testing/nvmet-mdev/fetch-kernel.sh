@@ -3,8 +3,9 @@
 #
 # Fetch Debian's linux-source package with "apt-get download" through a
 # private apt configuration under $BUILD/apt, and unpack it into $SRC.
-# The system's apt configuration is only read (to learn the Debian mirror),
-# never modified.  Nothing is fetched or unpacked again if already present.
+# The system's apt configuration is only read (debian-mirror.sh learns the
+# Debian mirror from it), never modified.  Nothing is fetched or unpacked
+# again if already present.
 #
 # Usage: fetch-kernel.sh BUILD_DIR SRC_DIR PACKAGE VERSION SUITE
 set -euo pipefail
@@ -17,32 +18,9 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pkg=$ver" ]; then
 	exit 0
 fi
 
-# The first Debian mirror this machine is configured with (deb822 or
-# one-line format).  Only read here; never written anywhere.
-mirror_uri() {
-	local f uri
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -r "$f" ] || continue
-		uri=$(awk '
-			/^Types:/ { deb = ($0 ~ /[[:space:]]deb([[:space:]]|$)/) }
-			/^URIs:/ && deb && $2 ~ /\/debian\/?$/ { print $2; exit }
-			/^$/ { deb = 0 }' "$f")
-		[ -n "$uri" ] && { echo "$uri"; return; }
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -r "$f" ] || continue
-		uri=$(awk '$1 == "deb" {
-				for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/) break
-				if ($i ~ /\/debian\/?$/) { print $i; exit }
-			}' "$f")
-		[ -n "$uri" ] && { echo "$uri"; return; }
-	done
-	return 1
-}
-
 deb=$(ls "$apt"/download/"${pkg}"_"${ver}"_all.deb 2>/dev/null || true)
 if [ -z "$deb" ]; then
-	uri=$(mirror_uri) || { echo "fetch-kernel: no Debian mirror in /etc/apt" >&2; exit 1; }
+	uri=$("$(dirname "$0")"/debian-mirror.sh)
 	mkdir -p "$apt"/etc/apt.conf.d "$apt"/etc/preferences.d "$apt"/lists/partial \
 		"$apt"/cache/archives/partial "$apt"/state "$apt"/download
 	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" \

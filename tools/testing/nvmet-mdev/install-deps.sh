@@ -3,6 +3,13 @@
 #
 # Install the Debian packages the build, the VM harness and the tests use.
 # Does nothing (and needs no network) when they are all there already.
+#
+# QEMU and libvirt come from the release's backports suite on Debian 12
+# (QEMU 10.0 and libvirt 11.3 there, 7.2 and 9.0 in bookworm itself), the
+# way a Debian user gets them: the suite is added, with the mirror the
+# system already uses, as one file in /etc/apt/sources.list.d unless a
+# source for it is configured already; nothing else of apt's configuration
+# is touched.  QEMU 7.2 has no iommufd backend and no VFIO migration v2.
 set -euo pipefail
 
 pkgs=(
@@ -10,20 +17,71 @@ pkgs=(
 	build-essential bc bison flex libelf-dev libssl-dev cpio kmod xz-utils
 	ccache sparse dwarves python3 rsync perl
 	# VM harness and tests inside it
-	qemu-system-x86 qemu-utils busybox-static e2fsprogs util-linux procps
+	busybox-static e2fsprogs util-linux procps
 	nvme-cli fio mdevctl iproute2 pciutils
-	# 13-libvirt: libvirtd and virsh (no libvirt-daemon-system: the test
-	# runs its own libvirtd in the host VM, no service on this machine)
-	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 )
-missing=()
+# Package, lowest version: QEMU runs the TCG host VM and the nested KVM
+# guests; 13-libvirt runs its own libvirtd in the host VM (no
+# libvirt-daemon-system: no service on this machine), with its QEMU and
+# node device drivers (packages of their own in libvirt 11.3's Debian
+# packaging; bookworm's 9.0 had the latter in libvirt-daemon).
+virt=(
+	qemu-system-x86:1:10.0 qemu-utils:1:10.0
+	libvirt-daemon:11.3 libvirt-daemon-driver-qemu:11.3
+	libvirt-daemon-driver-nodedev:11.3 libvirt-clients:11.3
+)
+
+# The installed version of a package, or nothing.
+installed() {
+	{ dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null || true; } |
+		awk '$1 == "install" && $3 == "installed" { print $4 }'
+}
+
+missing=() virt_missing=()
 for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
-		missing+=("$p")
+	[ -n "$(installed "$p")" ] || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "install-deps: installing ${missing[*]}"
+for pv in "${virt[@]}"; do
+	p=${pv%%:*} min=${pv#*:}
+	v=$(installed "$p")
+	[ -n "$v" ] && dpkg --compare-versions "$v" ge "$min" || virt_missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && [ ${#virt_missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]} ${virt_missing[*]}"
 [ "$(id -u)" -eq 0 ] || { echo "install-deps: run as root (or sudo make deps)" >&2; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
+
+. /etc/os-release
+suffix=
+if [ ${#virt_missing[@]} -gt 0 ] && [ "${VERSION_CODENAME:-}" = bookworm ]; then
+	suite=bookworm-backports
+	# pkg/suite, not -t: the backports suite only for these packages
+	# and what their versioned dependencies need (-t would also move
+	# systemd to backports, for an unversioned dependency).
+	suffix=/$suite
+	if ! grep -qsw -- "$suite" /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+			/etc/apt/sources.list.d/*.sources; then
+		uri=$("$(dirname "$0")"/debian-mirror.sh)
+		echo "install-deps: adding $suite to /etc/apt/sources.list.d/$suite.sources"
+		cat > /etc/apt/sources.list.d/"$suite".sources <<-EOS
+		Types: deb
+		URIs: $uri
+		Suites: $suite
+		Components: main
+		Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+		EOS
+	fi
+fi
 apt-get -q update
-apt-get -q install -y --no-install-recommends "${missing[@]}"
+[ ${#missing[@]} -eq 0 ] ||
+	apt-get -q install -y --no-install-recommends "${missing[@]}"
+[ ${#virt_missing[@]} -eq 0 ] ||
+	apt-get -q install -y --no-install-recommends "${virt_missing[@]/%/$suffix}"
+
+for pv in "${virt[@]}"; do
+	p=${pv%%:*} min=${pv#*:}
+	v=$(installed "$p")
+	dpkg --compare-versions "${v:-0}" ge "$min" ||
+		{ echo "install-deps: $p ${v:-missing}, need $min or later" >&2; exit 1; }
+done
