@@ -12,18 +12,16 @@ modprobe nvmet-mdev || die "modprobe"
 uuid=$(create_mdev 1) || die "create mdev"
 
 binding=iommufd
-if ! qemu-system-x86_64 -object help | grep -qw iommufd; then
-	why="this QEMU ($(qemu-system-x86_64 --version | head -1)) has no iommufd backend"
-	tap_skip "$binding: QEMU started the guest with the mdev" "$why"
-	tap_skip "$binding: the guest sees an NVMe controller" "$why"
-else
-	out=$(run_guest --mdev "$uuid" --iommufd -- bash -c "$pci_list_cmd")
-	rc=$?
-	echo "$out" | grep -a '^pci ' | sed 's/^/# /'
-	tap_ok "$binding: QEMU started the guest with the mdev" test $rc -eq 0
-	tap_ok "$binding: the guest sees an NVMe controller" \
-		eval 'grep -aq "^pci 0x1b36 0x0021 0x010802" <<<"$out"'
-fi
+# make deps installs a QEMU with the backend (10.0 from bookworm-backports):
+# one without it is a failure here, not a reason to skip.
+tap_ok "this QEMU has an iommufd backend" \
+	eval 'qemu-system-x86_64 -object help | grep -qw iommufd'
+out=$(run_guest --mdev "$uuid" --iommufd -- bash -c "$pci_list_cmd")
+rc=$?
+echo "$out" | grep -a '^pci ' | sed 's/^/# /'
+tap_ok "$binding: QEMU started the guest with the mdev" test $rc -eq 0
+tap_ok "$binding: the guest sees an NVMe controller" \
+	eval 'grep -aq "^pci 0x1b36 0x0021 0x010802" <<<"$out"'
 remove_mdev "$uuid"
 teardown_nvmet
 tap_done
