@@ -15,6 +15,9 @@
 # that died, or a splat) with no failing line of its own counts as one more
 # failure.  The last line is "N passed, N failed, N skipped".
 #
+# A host VM has the vCPUs its test's "# smp: N" line asks for, or else
+# NVMET_MDEV_TEST_SMP, or else vm.sh's default.
+#
 # Tests run NVMET_MDEV_TEST_JOBS at a time (default: 2 on a machine with two
 # or more CPUs; each 1-vCPU TCG VM keeps one CPU busy), those that ask for
 # the most time first; each is reported once it has ended.
@@ -59,7 +62,7 @@ tsc_offset() {
 # run_one TEST: run it, leaving its log, "STATUS SECONDS" and the TSC's
 # offsets and skews before and after it in $logs.
 run_one() {
-	local t=$1 name log start rc append mem tsc0
+	local t=$1 name log start rc append mem smp tsc0
 	name=$(basename "$t" .sh)
 	log=$logs/$name.log
 	start=$(date +%s)
@@ -69,12 +72,15 @@ run_one() {
 	*)
 		# A test may ask for more time with a "# timeout: SECONDS" line,
 		# for kernel arguments with "# append: ARGS" lines (e.g.
-		# "# append: kmemleak=on"), and for a bigger host VM with a
-		# "# mem: SIZE" line.
+		# "# append: kmemleak=on"), for a bigger host VM with a
+		# "# mem: SIZE" line, and for more vCPUs with "# smp: N".
 		append=$(sed -n 's/^# append: *\(.*[^ ]\) *$/\1/p' "$t" | tr '\n' ' ')
 		mem=$(sed -n 's/^# mem: *\([0-9][0-9]*[MG]\)$/\1/p' "$t" | head -1)
+		smp=$(sed -n 's/^# smp: *\([0-9][0-9]*\)$/\1/p' "$t" | head -1)
+		smp=${smp:-${NVMET_MDEV_TEST_SMP:-}}
 		"$here/vm.sh" --timeout "${NVMET_MDEV_TEST_TIMEOUT:-$(test_limit "$t")}" \
 			${append:+--append "$append"} ${mem:+--mem "$mem"} \
+			${smp:+--smp "$smp"} \
 			-- "$t" > "$log" 2>&1 ;;
 	esac
 	rc=$?

@@ -141,6 +141,27 @@ acked_verify() {
 	ack_end "fio's verified I/O" "$1" $(($3 * 256))
 }
 
+queues_used() {
+	# queues_used MIN: the interrupts of at least MIN of the controller's
+	# I/O queues (nvme0q1...) were taken, on every online CPU together
+	local line fields i n queues=0 cpus=() ncpu
+	read -ra fields < /proc/interrupts
+	ncpu=${#fields[@]}
+	while IFS= read -r line; do
+		[[ $line == *" nvme0q"[1-9]* ]] || continue
+		read -ra fields <<<"$line"
+		n=0
+		for ((i = 1; i <= ncpu; i++)); do
+			[ "${fields[i]}" -gt 0 ] && cpus[i]=1
+			n=$((n + fields[i]))
+		done
+		[ $n -gt 0 ] && queues=$((queues + 1))
+		echo "$line"
+	done < /proc/interrupts
+	check "interrupts on $queues I/O queues (at least $1)" test $queues -ge "$1"
+	check "interrupts on ${#cpus[@]} of $ncpu CPUs" test ${#cpus[@]} -eq "$ncpu"
+}
+
 intx() {
 	# intx: after I/O, the controller's interrupts (boot with pci=nomsi)
 	# are pin-based, and they were delivered
