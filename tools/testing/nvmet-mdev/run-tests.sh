@@ -125,7 +125,7 @@ report() {
 
 	sed 's/\r$//; s/^/#   /' <<<"$sub"
 	times+=("$name ${secs}s")
-	# QEMU 7.2 TCG lost wake-ups that vm.sh recovered (wakeup-watch.py).
+	# QEMU TCG lost wake-ups that vm.sh recovered (wakeup-watch.py).
 	k=$(grep -ac '^vm.sh: QEMU lost a wake-up' "$log" || true)
 	if [ "$k" -gt 0 ]; then
 		echo "#   QEMU lost a wake-up of the host VM $k time(s); recovered (see README)"

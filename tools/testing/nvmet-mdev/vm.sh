@@ -322,10 +322,10 @@ if [ $libvirt -eq 0 ]; then
 	) &
 	state=$!
 fi
-# The TCG host VM: QEMU 7.2 can lose the wake-up of a halted vCPU for a
-# pending APIC interrupt; wakeup-watch.py recognises that state (impossible
-# on hardware) and recovers from it, saying so in the log.  It reads the
-# kernel's jiffies through the System.map built with the kernel.
+# The TCG host VM: QEMU (7.2, 10.0.2) can lose the wake-up of a halted
+# vCPU for a pending APIC interrupt; wakeup-watch.py recognises that state
+# (impossible on hardware) and recovers from it, saying so in the log.  It
+# reads the kernel's jiffies through the System.map built with the kernel.
 if [ $guest -eq 0 ] && [ $interactive -eq 0 ]; then
 	"$here/wakeup-watch.py" "$run/qmp.sock" "$sysmap" "$run/wakeups" &
 	watch=$!

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Watch a TCG host VM for QEMU 7.2's lost wake-up and recover from it.
+"""Watch a TCG host VM for QEMU's lost wake-up and recover from it.
 
 Usage: wakeup-watch.py QMP_SOCKET [SYSTEM_MAP [RECORD]]
 
-QEMU 7.2's TCG can lose the request that wakes a halted vCPU for an APIC
-interrupt (most likely: its SVM emulation updates cpu->interrupt_request
-without atomics on the vCPU thread while the main loop thread posts the
-APIC's CPU_INTERRUPT_POLL; qemu-devel patches of 2025 make them atomic).  With
+QEMU's TCG (7.2, and 10.0.2 still) can lose the request that wakes a
+halted vCPU for an APIC interrupt (most likely: its SVM emulation updates
+cpu->interrupt_request without atomics on the vCPU thread while the main
+loop thread posts the APIC's CPU_INTERRUPT_POLL; qemu-devel patches of 2025
+make them atomic).  In 2-vCPU host VMs under 10.0.2 a call-function IPI
+(vector 251) was found pending the same way.  With QEMU 7.2 and
 nested guests running, about one 12-two-guests run in four or five froze
 for good: the vCPU halted with IF=1 and the expired LAPIC timer's vector
 pending in IRR, deliverable (PPR 0x10), and QEMU's vCPU thread asleep.  An
