@@ -37,14 +37,19 @@ installed() {
 		awk '$1 == "install" && $3 == "installed" { print $4 }'
 }
 
+# new_enough PACKAGE:MIN_VERSION: it is installed, at MIN_VERSION or later.
+new_enough() {
+	local v
+	v=$(installed "${1%%:*}")
+	[ -n "$v" ] && dpkg --compare-versions "$v" ge "${1#*:}"
+}
+
 missing=() virt_missing=()
 for p in "${pkgs[@]}"; do
 	[ -n "$(installed "$p")" ] || missing+=("$p")
 done
 for pv in "${virt[@]}"; do
-	p=${pv%%:*} min=${pv#*:}
-	v=$(installed "$p")
-	[ -n "$v" ] && dpkg --compare-versions "$v" ge "$min" || virt_missing+=("$p")
+	new_enough "$pv" || virt_missing+=("${pv%%:*}")
 done
 [ ${#missing[@]} -eq 0 ] && [ ${#virt_missing[@]} -eq 0 ] && exit 0
 
@@ -80,8 +85,6 @@ apt-get -q update
 	apt-get -q install -y --no-install-recommends "${virt_missing[@]/%/$suffix}"
 
 for pv in "${virt[@]}"; do
-	p=${pv%%:*} min=${pv#*:}
-	v=$(installed "$p")
-	dpkg --compare-versions "${v:-0}" ge "$min" ||
-		{ echo "install-deps: $p ${v:-missing}, need $min or later" >&2; exit 1; }
+	new_enough "$pv" ||
+		{ echo "install-deps: ${pv%%:*} too old or missing, need ${pv#*:}" >&2; exit 1; }
 done

@@ -15,7 +15,8 @@
 # This is also how the README measures the TCG hazards of a QEMU
 # (cross-CPU code patching when KVM flips static keys at each guest's
 # creation and destruction, lost wake-ups): NVMET_MDEV_BOOTS=20
-# run-tests.sh 18-smp-guests, then the log's splats and "QEMU lost a
+# NVMET_MDEV_TEST_TIMEOUT=12000 run-tests.sh 18-smp-guests (the default
+# limit below is for two guests), then the log's splats and "QEMU lost a
 # wake-up" lines.
 # smp: 2
 # timeout: 3000
