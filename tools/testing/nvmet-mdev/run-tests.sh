@@ -35,7 +35,7 @@ else
 	tests=("$here"/tests/*.sh)
 fi
 
-pass=0 fail=0 skip=0 n=0 wakeups=0 tscjumps=0
+pass=0 fail=0 skip=0 n=0 wakeups=0 exithangs=0 tscjumps=0
 todos=() failures=() times=()
 jobs=${NVMET_MDEV_TEST_JOBS:-$(($(nproc) > 1 ? 2 : 1))}
 
@@ -132,6 +132,13 @@ report() {
 		wakeups=$((wakeups + k))
 	fi
 	grep -a "^vm.sh: QEMU's lost wake-up left" "$log" | sed 's/^/#   /'
+	# QEMU hangs in its exit after a clean power-off (exit-watch.sh).
+	k=$(grep -ac '^vm.sh: QEMU hung in its own exit' "$log" || true)
+	if [ "$k" -gt 0 ]; then
+		echo "#   QEMU hung in its exit after the host VM powered off" \
+			"$k time(s); killed (see exit-watch.sh)"
+		exithangs=$((exithangs + k))
+	fi
 	k=$(awk 'NF == 4 && ($3 - $1 > 60 || $1 - $3 > 60 || $2 > 1 || $4 > 1) {
 		printf "the machine'"'"'s TSC moved %+.0f s against its clock", $3 - $1
 		printf " (skew between CPUs: %.0f s, then %.0f s)", $2, $4 }' \
@@ -196,6 +203,9 @@ if [ ${#todos[@]} -gt 0 ]; then
 fi
 [ $wakeups -gt 0 ] &&
 	echo "# QEMU lost wake-ups recovered in this run: $wakeups (emulator, see README)"
+[ $exithangs -gt 0 ] &&
+	echo "# QEMU exit hangs after a clean power-off in this run:" \
+		"$exithangs (emulator, see exit-watch.sh)"
 [ $tscjumps -gt 0 ] &&
 	echo "# the machine's TSC jumped during $tscjumps test(s) (see vm.sh)"
 t=$(printf '%s, ' "${times[@]}")

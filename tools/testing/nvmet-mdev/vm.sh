@@ -329,6 +329,11 @@ fi
 if [ $guest -eq 0 ] && [ $interactive -eq 0 ]; then
 	"$here/wakeup-watch.py" "$run/qmp.sock" "$sysmap" "$run/wakeups" &
 	watch=$!
+	# And QEMU, once the VM has powered off, should exit: see
+	# exit-watch.sh for what it does when it does not.
+	args+=(-pidfile "$run/qemu.pid")
+	"$here/exit-watch.sh" "$console" "$run/qemu.pid" "$run/exit-hang" &
+	watch="$watch $!"
 fi
 
 started=$SECONDS
@@ -380,11 +385,22 @@ if [ -n "$splats" ] && n=$(idle_lockups); then
 	echo "$splats" | sed 's/^/vm.sh:   /' >&2
 	splats=
 fi
-rc=
+rc= hang=
 [ -f "$run/rc" ] && read -r rc < "$run/rc"
+[ -f "$run/exit-hang" ] && read -r hang < "$run/exit-hang"
 if [[ ! $rc =~ ^[0-9]+$ ]]; then
 	echo "vm.sh: the VM died before the command finished (qemu status $qemu_rc)" >&2
 	rc=98
+elif [ "$hang" = cleanup ]; then
+	# The VM had powered off and QEMU had acted on it (its main thread
+	# in qemu_cleanup(), see exit-watch.sh): the command's status and
+	# console are whole.
+	echo "vm.sh: QEMU hung in its own exit after the VM powered off; killed" \
+		"(an emulator fault, its backtraces above; see exit-watch.sh)" >&2
+elif [ -n "$hang" ]; then
+	echo "vm.sh: the command finished (status $rc), but QEMU did not" \
+		"act on the VM's power-off (its backtraces above)" >&2
+	rc=97
 elif [ "$qemu_rc" -eq 124 ] ||
      { [ "$qemu_rc" -eq 137 ] && [ $((SECONDS - started)) -ge "$timeout" ]; }; then
 	# timeout(1) stopped QEMU after the command had finished: the VM

@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Watch a TCG host VM's QEMU for an exit that never comes.
+#
+#   exit-watch.sh CONSOLE PIDFILE RECORD
+#
+# Once the VM's kernel has said "reboot: Power down" on CONSOLE (its own
+# line, not a nested guest's that a test echoes with a prefix), QEMU exits
+# within a second or two.  If QEMU (the process in PIDFILE) is still there GRACE
+# seconds later (NVMET_MDEV_EXIT_GRACE, default 60), this prints its threads
+# (name, state, kernel wait channel) and their backtraces (gdb; QEMU's
+# binary exports its functions' names) on standard error, writes to RECORD
+# where its main thread was, and kills it:
+#
+#   cleanup   the main thread is in qemu_cleanup(): QEMU took the guest's
+#             power-off, left its main loop and hangs in its own teardown
+#             (a CI run of 2026-12-05 lost 18 min to one such hang after a
+#             clean power-off, with the monitor silent): the emulator's
+#             fault, after the VM under test had finished
+#   running   anywhere else: QEMU never acted on a power-off, so whether
+#             the kernel got as far as asking for one is not known
+#
+# vm.sh tells the two apart (see there).  It runs beside the host VM, on
+# the machine, where a program's start costs little.
+set -uo pipefail
+
+console=$1 pidfile=$2 record=$3
+grace=${NVMET_MDEV_EXIT_GRACE:-60}
+pid=
+
+# QEMU writes its pid file at start-up.
+for _ in $(seq 300); do
+	{ read -r pid < "$pidfile"; } 2>/dev/null && [ -n "$pid" ] && break
+	sleep 0.1
+done
+[ -n "$pid" ] || exit 0
+
+while kill -0 "$pid" 2>/dev/null; do
+	sleep 2
+	tail -c 4096 "$console" 2>/dev/null |
+		grep -qaE '^\[ *[0-9]+\.[0-9]+\] reboot: Power down' && break
+done
+for _ in $(seq "$grace"); do
+	kill -0 "$pid" 2>/dev/null || exit 0
+	sleep 1
+done
+
+{
+	echo "vm.sh: QEMU (pid $pid) is still running $grace s after the VM's" \
+		"kernel powered off; its threads:"
+	for t in /proc/"$pid"/task/*; do
+		printf '%s %s state=%s wchan=%s\n' "${t##*/}" \
+			"$(cat "$t/comm" 2>/dev/null)" \
+			"$(awk '{ print $3 }' "$t/stat" 2>/dev/null)" \
+			"$(cat "$t/wchan" 2>/dev/null)"
+	done
+	timeout 120 gdb -p "$pid" -batch -nx -ex 'set pagination off' \
+		-ex 'thread apply all bt 40' 2>&1 |
+		grep -E '^(Thread |#)' > "$record.bt"
+	cat "$record.bt"
+} 2>&1 | sed 's/^/vm.sh:   /; 1s/^vm.sh:   //' >&2
+
+# The main thread's backtrace: gdb's thread whose LWP is QEMU's pid.
+awk -v lwp="(LWP $pid)" '
+	/^Thread / { main = index($0, lwp) > 0; next }
+	main && / qemu_cleanup / { found = 1 }
+	END { print found ? "cleanup" : "running" }' "$record.bt" > "$record"
+rm -f "$record.bt"
+kill -KILL "$pid" 2>/dev/null
+exit 0
