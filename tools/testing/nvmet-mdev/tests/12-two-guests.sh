@@ -6,7 +6,7 @@
 # queue per CPU, and a polled one), the second one vCPU and pin-based
 # interrupts only (pci=nomsi: INTx through the resample eventfd); then one
 # mdev is removed, re-created, and still works.  Each guest runs fio randrw
-# with verify, 3 jobs of 32 MiB, both guests at once.
+# with verify, 3 jobs of 8 MiB, both guests at once.
 #
 # The guests boot one after the other and meet before their I/O: two nested
 # guests booting at once on a 1-vCPU host VM were far more than twice as
@@ -59,7 +59,7 @@ mkdir -p /tmp/g1 /tmp/g2
 TMPDIR=/tmp/g1 NVMET_MDEV_GUEST_TIMEOUT=$((3 * NVMET_MDEV_GUEST_TIMEOUT + 600)) \
 	run_guest --mdev "$u1" --mem 768M --smp 2 \
 	--append "nvme.write_queues=2 nvme.poll_queues=1" -- \
-	$g meet + fio_verify 4k 32 3 + queues_used 2 + dmesg_clean \
+	$g meet + fio_verify 4k 8 3 + queues_used 2 + dmesg_clean \
 	> /tmp/g1.out 2>/tmp/g1.err &
 p1=$!
 if ! wait_up /tmp/g1 $p1; then
@@ -72,7 +72,7 @@ fi
 # Guest 2 boots about twice as slowly (every device on INTx).
 TMPDIR=/tmp/g2 NVMET_MDEV_GUEST_TIMEOUT=$((3 * NVMET_MDEV_GUEST_TIMEOUT)) \
 	run_guest --mdev "$u2" --mem 768M --append pci=nomsi -- \
-	$g meet + fio_verify 4k 32 3 + intx + ids 0x1d1d 0x1af4 + dmesg_clean \
+	$g meet + fio_verify 4k 8 3 + intx + ids 0x1d1d 0x1af4 + dmesg_clean \
 	> /tmp/g2.out 2>/tmp/g2.err &
 p2=$!
 wait_up /tmp/g2 $p2
