@@ -103,9 +103,20 @@ trap cleanup EXIT
 	echo
 } > "$run/cmd"
 
+machine=q35
 if [ $guest -eq 1 ]; then
 	accel="-accel kvm -cpu qemu64"
 	mem=${mem:-1G}
+	# No HPET, as libvirt's tools give KVM guests: the guest's clock is
+	# kvm-clock, and with an HPET its rtc-cmos starts the HPET's RTC
+	# emulation, whose first tick, however late, catches up one 1/64 s
+	# period at a time with interrupts off, two MMIO exits per period
+	# (hpet_rtc_timer_reinit()).  Nested under TCG an exit takes
+	# milliseconds: guests here lost seconds to it at every boot ("hpet:
+	# Lost 1242 RTC interrupts"), and in a run beside four other VMs a
+	# 2-vCPU guest spent 60 s in that loop, an RCU stall that failed
+	# 12-two-guests ("hpet: Lost 3405 RTC interrupts").
+	machine=q35,hpet=off
 	# The code under test runs in the host VM, which keeps every debug
 	# check.  Guests only run the stock nvme driver, on a kernel without
 	# the debug options (build/guest-bzImage, see config.guest).
@@ -159,7 +170,7 @@ cmdline="$cmdline mitigations=off${role_cmdline:+ $role_cmdline} $append"
 [ $interactive -eq 1 ] && cmdline="$cmdline nvmet_mdev.interactive=1"
 
 args=(
-	$accel -smp "$smp" -m "$mem" -machine q35 -nodefaults
+	$accel -smp "$smp" -m "$mem" -machine "$machine" -nodefaults
 	-display none -monitor none
 	-kernel "$kernel" -append "$cmdline"
 	-fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
@@ -238,6 +249,7 @@ libvirt_guest() {
 		echo "    <cmdline>$(xml_escape "$cmdline virtio_pci.force_legacy=1")</cmdline>"
 		echo "  </os>"
 		echo "  <features><acpi/></features>"
+		echo "  <clock offset='utc'><timer name='hpet' present='no'/></clock>"
 		echo "  <cpu mode='custom' match='exact' check='none'><model fallback='forbid'>qemu64</model></cpu>"
 		echo "  <on_poweroff>destroy</on_poweroff>"
 		echo "  <on_reboot>restart</on_reboot>"
