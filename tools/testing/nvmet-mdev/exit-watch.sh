@@ -7,11 +7,11 @@
 #
 # Once the VM's kernel has said "reboot: Power down" on CONSOLE (its own
 # line, not a nested guest's that a test echoes with a prefix), QEMU exits
-# within a second or two.  If QEMU (the process in PIDFILE) is still there GRACE
-# seconds later (NVMET_MDEV_EXIT_GRACE, default 60), this prints its threads
-# (name, state, kernel wait channel) and their backtraces (gdb; QEMU's
-# binary exports its functions' names) on standard error, writes to RECORD
-# where its main thread was, and kills it:
+# within a second or two.  If QEMU (the process in PIDFILE) is still there
+# GRACE seconds later (NVMET_MDEV_EXIT_GRACE, default 60), this prints its
+# threads (name, state, kernel wait channel) and their backtraces (gdb;
+# QEMU's binary exports its functions' names) on standard error, writes to
+# RECORD where its main thread was, and kills it:
 #
 #   cleanup   the main thread is in qemu_cleanup(): QEMU took the guest's
 #             power-off, left its main loop and hangs in its own teardown
@@ -50,9 +50,11 @@ done
 	echo "vm.sh: QEMU (pid $pid) is still running $grace s after the VM's" \
 		"kernel powered off; its threads:"
 	for t in /proc/"$pid"/task/*; do
+		# The state follows the name in stat, which may hold spaces
+		# ("CPU 0/TCG").
+		st=$(sed 's/.*) //; s/ .*//' "$t/stat" 2>/dev/null)
 		printf '%s %s state=%s wchan=%s\n' "${t##*/}" \
-			"$(cat "$t/comm" 2>/dev/null)" \
-			"$(awk '{ print $3 }' "$t/stat" 2>/dev/null)" \
+			"$(cat "$t/comm" 2>/dev/null)" "$st" \
 			"$(cat "$t/wchan" 2>/dev/null)"
 	done
 	timeout 120 gdb -p "$pid" -batch -nx -ex 'set pagination off' \

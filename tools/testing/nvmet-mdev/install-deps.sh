@@ -17,7 +17,7 @@ pkgs=(
 	build-essential bc bison flex libelf-dev libssl-dev cpio kmod xz-utils
 	ccache sparse dwarves python3 rsync perl
 	# VM harness and tests inside it
-	busybox-static e2fsprogs util-linux procps
+	busybox-static e2fsprogs util-linux procps gdb
 	nvme-cli fio mdevctl iproute2 pciutils
 )
 # Package, lowest version: QEMU runs the TCG host VM and the nested KVM

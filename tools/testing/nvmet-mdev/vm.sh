@@ -342,8 +342,9 @@ if [ $guest -eq 0 ] && [ $interactive -eq 0 ]; then
 	"$here/wakeup-watch.py" "$run/qmp.sock" "$sysmap" "$run/wakeups" &
 	watch=$!
 	# And QEMU, once the VM has powered off, should exit: see
-	# exit-watch.sh for what it does when it does not.
-	args+=(-pidfile "$run/qemu.pid")
+	# exit-watch.sh for what it does when it does not (QEMU's threads
+	# named, for its evidence).
+	args+=(-pidfile "$run/qemu.pid" -name nvmet-mdev,debug-threads=on)
 	"$here/exit-watch.sh" "$console" "$run/qemu.pid" "$run/exit-hang" &
 	watch="$watch $!"
 fi
