@@ -29,12 +29,12 @@ console=$1 pidfile=$2 record=$3
 grace=${NVMET_MDEV_EXIT_GRACE:-60}
 pid=
 
-# QEMU writes its pid file at start-up.
-for _ in $(seq 300); do
-	{ read -r pid < "$pidfile"; } 2>/dev/null && [ -n "$pid" ] && break
-	sleep 0.1
+# QEMU writes its pid file at start-up, late on a loaded machine: wait for
+# it as long as vm.sh runs (it ends this watch once QEMU has gone).
+until { read -r pid < "$pidfile"; } 2>/dev/null && [ -n "$pid" ]; do
+	kill -0 "$PPID" 2>/dev/null || exit 0
+	sleep 0.5
 done
-[ -n "$pid" ] || exit 0
 
 while kill -0 "$pid" 2>/dev/null; do
 	sleep 2
