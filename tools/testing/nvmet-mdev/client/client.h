@@ -17,6 +17,7 @@
 
 #include <linux/nvmet-mdev.h>
 
+#include "host.h"
 #include "nvme.h"
 #include "util.h"
 #include "vfio.h"
@@ -59,6 +60,31 @@ static inline int client_vfio_open(struct vfio_dev *dev, const char *uuid,
 		ret = vfio_open(dev, uuid, b);
 	*busy_ms = nvme_now_ms() - start > 5 ? nvme_now_ms() - start : 0;
 	return ret;
+}
+
+/*
+ * Wait for an interrupt that must come: the device raises it with a
+ * completion the caller has seen (or is about to see), or in a register
+ * write that has returned.  Waits as long as a command may take
+ * (nvme_exec()), for the test VMs can stall for seconds (QEMU's lost
+ * wake-ups, a loaded machine: see the README).  When none comes, prints
+ * how long the wait took and the device's interrupt count (debugfs) from
+ * before and after it.  Returns nvme_irq_wait()'s count.
+ */
+#define CLIENT_IRQ_WAIT_MS	10000
+
+static inline int client_irq_wait(struct nvme_ctrl *ctrl, unsigned int v)
+{
+	long before = host_mdev_stat("interrupts");
+	uint64_t start = nvme_now_ms();
+	int n = nvme_irq_wait(ctrl, v, CLIENT_IRQ_WAIT_MS);
+
+	if (n < 1)
+		fprintf(TH_LOG_STREAM,
+			"#      no interrupt on vector %u (%d) after %llu ms; the device counted %ld interrupts before, %ld after\n",
+			v, n, (unsigned long long)(nvme_now_ms() - start),
+			before, host_mdev_stat("interrupts"));
+	return n;
 }
 
 /* Queue geometry of the standard fixture. */

@@ -32,6 +32,28 @@ int host_write_file(const char *path, const char *s)
 	return ret;
 }
 
+long host_mdev_stat(const char *name)
+{
+	const char *uuid = getenv("NVMET_MDEV_UUID");
+	char path[256], key[64];
+	long val, ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/nvmet-mdev/%s/stats",
+		 uuid ? uuid : "");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", key, &val) == 2) {
+		if (!strcmp(key, name)) {
+			ret = val;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
 void host_shrink(void)
 {
 	char path[512];

@@ -61,6 +61,12 @@ void host_kmsg_print(uint64_t seq, unsigned int max);
 /* A "Name:  N kB" field of /proc/self/status, in kB (0 if missing). */
 uint64_t host_status_kb(const char *name);
 
+/*
+ * An event counter of the mdev named by NVMET_MDEV_UUID (its debugfs
+ * "stats" file), or -1 if unreadable.
+ */
+long host_mdev_stat(const char *name);
+
 /* Write @s to the file at @path (sysfs, cgroupfs); 0 or -errno. */
 int host_write_file(const char *path, const char *s);
 

@@ -71,7 +71,7 @@ TEST_F(irq, admin_queue_uses_vector_0)
 
 	drain_all(ctrl);
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
-	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, 0), 1);
 	for (v = 1; v < ctrl->nr_vectors; v++) {
 		EXPECT_EQ(0, nvme_irq_drain(ctrl, v)) {
 			TH_LOG("vector %u fired for an admin completion", v);
@@ -91,7 +91,7 @@ TEST_F(irq, one_vector_per_cq)
 
 		drain_all(ctrl);
 		ASSERT_OK(one_io(ctrl, &self->buf, q));
-		EXPECT_GE(nvme_irq_wait(ctrl, vec, 2000), 1) {
+		EXPECT_GE(client_irq_wait(ctrl, vec), 1) {
 			TH_LOG("queue %u: no interrupt on vector %u", q, vec);
 		}
 		for (v = 0; v < ctrl->nr_vectors; v++)
@@ -118,7 +118,7 @@ TEST_F(irq, interrupt_for_every_completion_batch)
 
 		drain_all(ctrl);
 		nvme_submit(ctrl, 1, &sqe);
-		n = nvme_irq_wait(ctrl, ctrl->cq[1].vector, 2000);
+		n = client_irq_wait(ctrl, ctrl->cq[1].vector);
 		ASSERT_GE(n, 1) {
 			TH_LOG("command %u: no interrupt", i);
 		}
@@ -144,7 +144,7 @@ TEST_F(irq, shared_vector)
 	for (q = 1; q <= 2; q++) {
 		drain_all(ctrl);
 		ASSERT_OK(one_io(ctrl, &self->buf, q));
-		EXPECT_GE(nvme_irq_wait(ctrl, 1, 2000), 1) {
+		EXPECT_GE(client_irq_wait(ctrl, 1), 1) {
 			TH_LOG("queue %u: no interrupt on shared vector 1", q);
 		}
 		EXPECT_EQ(0, nvme_irq_drain(ctrl, 2));
@@ -156,7 +156,7 @@ TEST_F(irq, shared_vector)
 	ASSERT_OK(nvme_create_sq(ctrl, 2, 16, 2));
 	drain_all(ctrl);
 	ASSERT_OK(one_io(ctrl, &self->buf, 2));
-	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, 0), 1);
 }
 
 TEST_F(irq, cq_without_interrupts)
@@ -210,7 +210,7 @@ TEST_F(irq, coalescing)
 		struct nvme_cqe cqe;
 
 		nvme_submit(ctrl, 1, &sqe);
-		EXPECT_GE(nvme_irq_wait(ctrl, vec, 2000), 1) {
+		EXPECT_GE(client_irq_wait(ctrl, vec), 1) {
 			TH_LOG("coalescing lost the interrupt of a lone completion");
 		}
 		ASSERT_EQ(0, nvme_cq_poll(ctrl, 1, &cqe, 1000));
@@ -241,7 +241,7 @@ TEST_F(irq, coalescing)
 				    NULL));
 	drain_all(ctrl);
 	ASSERT_OK(one_io(ctrl, &self->buf, 1));
-	EXPECT_GE(nvme_irq_wait(ctrl, vec, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, vec), 1);
 	ASSERT_OK(nvme_set_features(ctrl, NVME_FEAT_IRQ_COALESCE, 0, NULL));
 }
 
@@ -270,7 +270,7 @@ TEST_F(irq, detach_and_reattach_vector)
 	close(ctrl->irq_fd[vec]);
 	ctrl->irq_fd[vec] = fd;
 	ASSERT_OK(one_io(ctrl, &self->buf, 1));
-	EXPECT_GE(nvme_irq_wait(ctrl, vec, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, vec), 1);
 }
 
 TEST_F(irq, msix_disabled)
@@ -290,7 +290,7 @@ TEST_F(irq, msix_disabled)
 	ASSERT_EQ(0, nvme_irq_setup(ctrl, ctrl->nr_vectors));
 	drain_all(ctrl);
 	ASSERT_OK(one_io(ctrl, &self->buf, 1));
-	EXPECT_GE(nvme_irq_wait(ctrl, ctrl->cq[1].vector, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, ctrl->cq[1].vector), 1);
 }
 
 TEST_F(irq, set_irqs_mask_and_trigger)
@@ -323,14 +323,14 @@ TEST_F(irq, set_irqs_mask_and_trigger)
 			       VFIO_IRQ_SET_ACTION_TRIGGER,
 			       VFIO_PCI_MSIX_IRQ_INDEX, 1, 1, NULL, 0);
 	if (ret == 0) {
-		EXPECT_GE(nvme_irq_wait(ctrl, 1, 1000), 1);
+		EXPECT_GE(client_irq_wait(ctrl, 1), 1);
 	} else {
 		EXPECT_EQ(-EINVAL, ret);
 	}
 	/* The device still interrupts normally. */
 	drain_all(ctrl);
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
-	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, 0), 1);
 }
 
 TEST_F(irq, set_irqs_invalid)
@@ -382,7 +382,7 @@ TEST_F(irq, set_irqs_invalid)
 	ASSERT_EQ(0, nvme_irq_setup(ctrl, ctrl->nr_vectors));
 	drain_all(ctrl);
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
-	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, 0), 1);
 }
 
 TEST_F(irq, eventfd_closed_while_wired)
@@ -442,7 +442,7 @@ TEST_F(irq, intx)
 		SKIP(return, "no INTx");
 	ASSERT_GE(fd, 0);
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
-	n = nvme_irq_wait(ctrl, 0, 2000);
+	n = client_irq_wait(ctrl, 0);
 	EXPECT_GE(n, 1);
 	/* INTx is level triggered: unmask after handling (vfio semantics). */
 	vfio_irq_set_raw(dev, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_UNMASK,
@@ -460,7 +460,7 @@ TEST_F(irq, intx)
 	EXPECT_EQ(0, nvme_irq_drain(ctrl, 0));
 	nvme_write32(ctrl, NVME_REG_INTMC, 1);
 	EXPECT_EQ(0, nvme_read32(ctrl, NVME_REG_INTMS) & 1);
-	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, 0), 1);
 	vfio_irq_disable(dev, VFIO_PCI_INTX_IRQ_INDEX);
 }
 
@@ -490,19 +490,19 @@ TEST_F(irq, intx_resample_eventfd)
 
 	/* Raised once, then masked: the next completion does not fire... */
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
-	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, 0), 1);
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
 	usleep(50 * 1000);
 	EXPECT_EQ(0, nvme_irq_drain(ctrl, 0));
 	/* ...until the resample eventfd unmasks it: pending, so it fires. */
 	ASSERT_EQ(sizeof(one), write(rfd, &one, sizeof(one)));
-	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, 0), 1);
 	/* Unmasked with nothing pending: the next completion fires. */
 	ASSERT_EQ(sizeof(one), write(rfd, &one, sizeof(one)));
 	usleep(20 * 1000);
 	EXPECT_EQ(0, nvme_irq_drain(ctrl, 0));
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
-	EXPECT_GE(nvme_irq_wait(ctrl, 0, 2000), 1);
+	EXPECT_GE(client_irq_wait(ctrl, 0), 1);
 
 	/* The resample eventfd is only for UNMASK; fd -1 removes it. */
 	EXPECT_NE(0, vfio_irq_set_raw(dev, VFIO_IRQ_SET_DATA_EVENTFD |

@@ -18,6 +18,7 @@
 
 #include "kselftest_harness.h"
 #include "client.h"
+#include "host.h"
 
 /*
  * Whether the mdev offers its doorbell page for mmap, from its
@@ -47,29 +48,6 @@ static int doorbell_mmap_expected(void)
 	    sched_getaffinity(0, sizeof(set), &set))
 		return -1;
 	return sysconf(_SC_NPROCESSORS_ONLN) > 1 && CPU_COUNT(&set) > 1;
-}
-
-/* An event counter of the mdev (debugfs), or -1 if unreadable. */
-static long mdev_stat(const char *name)
-{
-	const char *uuid = getenv("NVMET_MDEV_UUID");
-	char path[256], key[64];
-	long val, ret = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/debug/nvmet-mdev/%s/stats",
-		 uuid ? uuid : "");
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %ld", key, &val) == 2) {
-		if (!strcmp(key, name)) {
-			ret = val;
-			break;
-		}
-	}
-	fclose(f);
-	return ret;
 }
 
 FIXTURE(regs) {
@@ -402,7 +380,7 @@ TEST_F(regs, admin_doorbell_write_runs_commands)
 		SKIP(return, "doorbells through the mmap'ed page: nothing traps");
 	ASSERT_EQ(0, nvme_enable(ctrl, 8));
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
-	before = mdev_stat("trap_fetched_commands");
+	before = host_mdev_stat("trap_fetched_commands");
 	ASSERT_LE(0, before) {
 		TH_LOG("no trap_fetched_commands in the mdev's debugfs stats");
 	}
@@ -415,7 +393,7 @@ TEST_F(regs, admin_doorbell_write_runs_commands)
 		ASSERT_EQ(0, nvme_cq_poll(ctrl, 0, &cqe, 5000));
 		EXPECT_EQ(0, cqe.status >> 1);
 	}
-	after = mdev_stat("trap_fetched_commands");
+	after = host_mdev_stat("trap_fetched_commands");
 	EXPECT_EQ(3, done);
 	EXPECT_EQ(3, after - before);
 	ASSERT_EQ(0, nvme_disable(ctrl));
