@@ -150,11 +150,26 @@ report() {
 	if [ "$f" -gt 0 ]; then
 		echo "not ok $n $name (status $rc, ${secs}s; log: ${log#"$top"/})"
 		# What failed, for the summary at the end: the test's failing
-		# lines, or its status when it printed none.
-		k=$(grep -aE '^not ok [0-9]+' <<<"$sub" | grep -v ' # TODO')
+		# lines, each with the last diagnostics printed before it (the
+		# failed assertion: CI may show only the output's tail), or
+		# its status when it printed none.
+		k=$(sed 's/\r$//' "$log" | awk '
+			/^(not )?ok [0-9]+/ {
+				if (/^not ok/ && !/ # TODO/) {
+					print
+					for (i = nd > 4 ? nd - 4 : 0; i < nd; i++)
+						print "  " d[i]
+				}
+				nd = 0
+				next
+			}
+			/^# / && !/^# +(RUN|OK|FAIL|SKIP) / { d[nd++] = $0 }')
 		[ -n "$k" ] || k="status $rc"
 		while IFS= read -r k; do
-			failures+=("$name: $k")
+			case $k in
+			"  "*) failures+=("$k") ;;
+			*) failures+=("$name: $k") ;;
+			esac
 		done <<<"$k"
 		echo "#   last lines of the log:"
 		tail -n 40 "$log" | sed 's/\r$//; s/^/#     /'
