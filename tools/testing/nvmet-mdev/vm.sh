@@ -345,7 +345,7 @@ if [ $guest -eq 0 ] && [ $interactive -eq 0 ]; then
 	# exit-watch.sh for what it does when it does not (QEMU's threads
 	# named, for its evidence).
 	args+=(-pidfile "$run/qemu.pid" -name nvmet-mdev,debug-threads=on)
-	"$here/exit-watch.sh" "$console" "$run/qemu.pid" "$run/exit-hang" &
+	"$here/exit-watch.sh" "$run/dmesg" "$run/qemu.pid" "$run/exit-hang" &
 	watch="$watch $!"
 fi
 
