@@ -56,12 +56,37 @@ pause() {
 	return 0
 }
 
+# --- the machine's state, in the test VM only ------------------------------
+# The helpers below add and remove nvmet subsystems, ports and mdevs
+# (teardown_nvmet removes every one there is) and start a libvirtd of their
+# own, as if the machine were theirs: the host VM that vm.sh boots is, its
+# PID 1 being this harness's init.sh.  Anywhere else they refuse (status 1,
+# a message on stderr) and touch nothing.
+
+# in_test_vm: whether this runs in a VM that vm.sh booted.
+in_test_vm() {
+	local argv=()
+
+	mapfile -d '' argv 2>/dev/null < /proc/1/cmdline || return 1
+	[[ ${argv[1]-} == */tools/testing/nvmet-mdev/init.sh ]]
+}
+
+# test_vm_only WHAT: succeed in the test VM; elsewhere say that WHAT was
+# refused, and fail.
+test_vm_only() {
+	in_test_vm && return 0
+	echo "lib.sh: $1 refused: not in a test VM (vm.sh); the machine's" \
+		"nvmet, mdev and libvirt state are not the tests' to change" >&2
+	return 1
+}
+
 # --- nvmet configfs -------------------------------------------------------
 
 # make_subsys NQN BACKING [SIZE]: a subsystem with one namespace on BACKING,
 # a file created with SIZE (default 256M) unless it exists, or a block device.
 make_subsys() {
 	local nqn=$1 backing=$2 size=${3:-256M}
+	test_vm_only make_subsys || return 1
 	modprobe nvmet || return 1
 	[ -e "$backing" ] || truncate -s "$size" "$backing" || return 1
 	mkdir -p "$NVMET_CFS/subsystems/$nqn/namespaces/1" || return 1
@@ -72,15 +97,18 @@ make_subsys() {
 
 # make_port ID: an mdev port; link_subsys ID NQN: link a subsystem to it.
 make_port() {
+	test_vm_only make_port || return 1
 	mkdir -p "$NVMET_CFS/ports/$1" || return 1
 	echo mdev > "$NVMET_CFS/ports/$1/addr_trtype"
 }
 
 link_subsys() {
+	test_vm_only link_subsys || return 1
 	ln -s "$NVMET_CFS/subsystems/$2" "$NVMET_CFS/ports/$1/subsystems/$2"
 }
 
 unlink_subsys() {
+	test_vm_only unlink_subsys || return 1
 	rm -f "$NVMET_CFS/ports/$1/subsystems/$2"
 }
 
@@ -100,18 +128,21 @@ port_type_dir() {
 # create_mdev PORT [UUID]: prints the UUID of a new mdev.
 create_mdev() {
 	local uuid=${2:-$(cat /proc/sys/kernel/random/uuid)} t
+	test_vm_only create_mdev || return 1
 	t=$(port_type_dir "$1") || return 1
 	echo "$uuid" > "$t/create" || return 1
 	echo "$uuid"
 }
 
 remove_mdev() {
+	test_vm_only remove_mdev || return 1
 	echo 1 > "/sys/bus/mdev/devices/$1/remove"
 }
 
 # setup_default PORT NQN BACKING [SIZE]: subsystem, port, link; the common
 # case.
 setup_default() {
+	test_vm_only setup_default || return 1
 	make_subsys "$2" "$3" "${4:-}" || return 1
 	make_port "$1" || return 1
 	link_subsys "$1" "$2"
@@ -120,6 +151,7 @@ setup_default() {
 # teardown: remove every mdev, port and subsystem we made.
 teardown_nvmet() {
 	local d
+	test_vm_only teardown_nvmet || return 1
 	for d in /sys/bus/mdev/devices/*; do
 		[ -e "$d/remove" ] && echo 1 > "$d/remove"
 	done
@@ -197,6 +229,7 @@ released() {
 # have them.  Logs go to /run/libvirtd.log.
 start_libvirtd() {
 	local etc=/run/nvmet-mdev-libvirt-etc i
+	test_vm_only start_libvirtd || return 1
 	command -v libvirtd >/dev/null || { echo "no libvirtd (make deps)" >&2; return 1; }
 	mkdir -p $etc/libvirt /var/log/libvirt
 	cp -a /etc/libvirt/. $etc/libvirt/

@@ -3,7 +3,8 @@
 #
 # The harness itself: a command's status comes back from the VM, and a kernel
 # WARNING (provoked with LKDTM) fails the run even though the command passed;
-# and the splat scanner on recorded log lines (RCU stall forms).
+# the splat scanner on recorded log lines (RCU stall forms); and lib.sh's
+# helpers that change nvmet, mdev or libvirt state refuse outside a test VM.
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib.sh"
 
@@ -60,8 +61,33 @@ tap_ok "splat-scan reports every stall line of a mixed log once" scan_says "mixe
 	"${stalls[@]}" "${stalls[@]}" \
 	'# rcu: INFO: rcu_preempt self-detected stall on CPU'
 
+# Here, outside any VM, the helpers that change the machine's state refuse,
+# say so and touch nothing (make_subsys would create its backing file
+# first).
+# refused HELPER [ARGS]: HELPER fails with lib.sh's refusal.
+refused() {
+	local out
+
+	out=$(bash -c '. "$1/lib.sh"; shift; "$@"' _ "$here" "$@" 2>&1) && return 1
+	[[ $out == *"lib.sh: $1 refused: not in a test VM"* ]] ||
+		{ echo "# $1: $out"; return 1; }
+}
+for h in teardown_nvmet start_libvirtd "create_mdev 1" \
+	 "remove_mdev $(cat /proc/sys/kernel/random/uuid)" \
+	 "make_port 1" "link_subsys 1 nqn.2026-11.org.example:x" \
+	 "unlink_subsys 1 nqn.2026-11.org.example:x"; do
+	# shellcheck disable=SC2086 # the helper and its arguments
+	tap_ok "outside a test VM, lib.sh refuses ${h%% *}" refused $h
+done
+tap_ok "outside a test VM, lib.sh refuses setup_default and creates no file" \
+	eval 'refused setup_default 1 nqn.2026-11.org.example:x "$tmp/backing" &&
+	      [ ! -e "$tmp/backing" ]'
+
 "$here/vm.sh" --mem 1G --timeout 300 -- true
 tap_ok "a passing command passes" test $? -eq 0
+
+"$here/vm.sh" --mem 1G --timeout 300 -- bash -c ". '$here/lib.sh'; in_test_vm"
+tap_ok "in the test VM, lib.sh knows it is there" test $? -eq 0
 
 "$here/vm.sh" --mem 1G --timeout 300 -- sh -c 'exit 3'
 tap_ok "a failing command's status comes back" test $? -eq 3
