@@ -65,7 +65,9 @@ if [ ${#virt_missing[@]} -gt 0 ] && [ "${VERSION_CODENAME:-}" = bookworm ]; then
 	# and what their versioned dependencies need (-t would also move
 	# systemd to backports, for an unversioned dependency).
 	suffix=/$suite
-	if ! grep -qsw -- "$suite" /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+	# An apt source that names the suite, not in a comment.
+	if ! grep -qsE -- "^[^#]*[[:space:]]$suite([[:space:]]|\$)" \
+			/etc/apt/sources.list /etc/apt/sources.list.d/*.list \
 			/etc/apt/sources.list.d/*.sources; then
 		uri=$("$(dirname "$0")"/debian-mirror.sh)
 		echo "install-deps: adding $suite to /etc/apt/sources.list.d/$suite.sources"
