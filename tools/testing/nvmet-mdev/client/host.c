@@ -32,16 +32,21 @@ int host_write_file(const char *path, const char *s)
 	return ret;
 }
 
-long host_mdev_stat(const char *name)
+FILE *host_mdev_fopen(const char *fmt)
 {
 	const char *uuid = getenv("NVMET_MDEV_UUID");
-	char path[256], key[64];
-	long val, ret = -1;
-	FILE *f;
+	char path[256];
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/nvmet-mdev/%s/stats",
-		 uuid ? uuid : "");
-	f = fopen(path, "r");
+	snprintf(path, sizeof(path), fmt, uuid ? uuid : "");
+	return fopen(path, "r");
+}
+
+long host_mdev_stat(const char *name)
+{
+	FILE *f = host_mdev_fopen("/sys/kernel/debug/nvmet-mdev/%s/stats");
+	char key[64];
+	long val, ret = -1;
+
 	if (!f)
 		return -1;
 	while (fscanf(f, "%63s %ld", key, &val) == 2) {

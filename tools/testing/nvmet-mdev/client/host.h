@@ -22,6 +22,7 @@
 #define NVMET_MDEV_CLIENT_HOST_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -62,8 +63,13 @@ void host_kmsg_print(uint64_t seq, unsigned int max);
 uint64_t host_status_kb(const char *name);
 
 /*
- * An event counter of the mdev named by NVMET_MDEV_UUID (its debugfs
- * "stats" file), or -1 if unreadable.
+ * Open for reading the file of the mdev named by NVMET_MDEV_UUID at @fmt,
+ * a path with one %s for the UUID; NULL if it cannot be opened.
+ */
+FILE *host_mdev_fopen(const char *fmt);
+/*
+ * An event counter of that mdev (its debugfs "stats" file), or -1 if
+ * unreadable.
  */
 long host_mdev_stat(const char *name);
 

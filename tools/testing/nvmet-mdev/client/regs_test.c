@@ -27,14 +27,10 @@
  */
 static int doorbell_mmap_expected(void)
 {
-	const char *uuid = getenv("NVMET_MDEV_UUID");
-	char path[256], val[16] = "";
+	FILE *f = host_mdev_fopen("/sys/bus/mdev/devices/%s/doorbell_mmap");
+	char val[16] = "";
 	cpu_set_t set;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/bus/mdev/devices/%s/doorbell_mmap",
-		 uuid ? uuid : "");
-	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	if (!fgets(val, sizeof(val), f))
