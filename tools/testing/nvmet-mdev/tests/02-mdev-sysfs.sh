@@ -60,6 +60,18 @@ tap_ok "mdevctl stop, undefine" eval "mdevctl stop -u $u3 && mdevctl undefine -u
 tap_ok "it is gone" test ! -e $a
 umount /etc/mdevctl.d
 
+# The port reads back "mdev"; a referral (an address on the wire) refuses
+# it and takes a wire transport.
+r=$NVMET_CFS/ports/1/referrals/r1
+tap_ok "the port's addr_trtype reads back mdev" \
+	grep -qx mdev "$NVMET_CFS/ports/1/addr_trtype"
+tap_ok "a referral can be made" mkdir "$r"
+tap_ok "a referral refuses addr_trtype mdev" \
+	eval "! echo mdev > $r/addr_trtype"
+tap_ok "a referral takes addr_trtype tcp" \
+	eval "echo tcp > $r/addr_trtype && grep -qx tcp $r/addr_trtype"
+rmdir "$r"
+
 unlink_subsys 1 $nqn
 rmdir "$NVMET_CFS/ports/1"
 # The parent goes away asynchronously (its mdevs could still be open).
