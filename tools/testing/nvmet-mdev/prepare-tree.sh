@@ -61,3 +61,4 @@ link() {
 link drivers/nvme/target/mdev
 link include/linux/nvmet-mdev.h
 link Documentation/nvme/mdev.rst
+link Documentation/ABI/testing/sysfs-bus-mdev-devices-nvmet-mdev

@@ -24,6 +24,19 @@ uuid=$(create_mdev 1)
 tap_ok "create an mdev" test -n "$uuid"
 tap_ok "it is on the mdev bus" test -d "/sys/bus/mdev/devices/$uuid"
 tap_ok "it has an iommu group" test -e "/sys/bus/mdev/devices/$uuid/iommu_group"
+
+# The driver's attributes and their ABI document agree: every attribute
+# documented exists, and every attribute of the device but the driver
+# core's and the mdev core's is documented.
+abi=$NVMET_MDEV_TOP/Documentation/ABI/testing/sysfs-bus-mdev-devices-nvmet-mdev
+documented=$(sed -n 's|^What:.*/<uuid>/||p' "$abi" | sort)
+present=$(for f in "/sys/bus/mdev/devices/$uuid"/*; do
+	[ -f "$f" ] && [ ! -L "$f" ] && echo "${f##*/}"
+done | grep -vxE 'uevent|remove' | sort)
+tap_ok "the ABI document lists the mdev's attributes ($(echo $documented))" \
+	test -n "$documented" -a "$documented" = "$present"
+[ "$documented" = "$present" ] ||
+	diff <(echo "$documented") <(echo "$present") | sed 's/^/# /'
 tap_ok "available_instances went down" \
 	test "$(cat "$t/available_instances")" -eq $((avail - 1))
 tap_ok "mdevctl lists it" eval "mdevctl list | grep -q $uuid"
