@@ -105,7 +105,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 		return -EBUSY;
 
 	if (!nvmet_mdev_cc_valid(ctrl)) {
-		dev_info_ratelimited(&ctrl->vdev.device,
+		dev_info_ratelimited(ctrl->vdev.dev,
 				     "invalid controller configuration cc %#x aqa %#x\n",
 				     ctrl->regs.cc, ctrl->regs.aqa);
 		ret = -EINVAL;
@@ -115,7 +115,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	ret = nvmet_mdev_port_subsysnqn(ctrl->port, ctrl->params.subsysnqn,
 					nqn);
 	if (ret) {
-		dev_warn_ratelimited(&ctrl->vdev.device,
+		dev_warn_ratelimited(ctrl->vdev.dev,
 				     "no subsystem to connect to\n");
 		goto fatal;
 	}
@@ -135,7 +135,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	tctrl = nvmet_alloc_ctrl(&args);
 	kfree(tsq);
 	if (!tctrl) {
-		dev_warn_ratelimited(&ctrl->vdev.device,
+		dev_warn_ratelimited(ctrl->vdev.dev,
 				     "cannot create a controller for %s (status %#x)\n",
 				     nqn, args.status);
 		ret = -EINVAL;
@@ -144,7 +144,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	tctrl->drvdata = ctrl;
 
 	if (tctrl->pi_support) {
-		dev_warn_ratelimited(&ctrl->vdev.device,
+		dev_warn_ratelimited(ctrl->vdev.dev,
 				     "protection information is not supported\n");
 		ret = -EOPNOTSUPP;
 		goto put;
@@ -233,7 +233,7 @@ static void nvmet_mdev_delete_work(struct work_struct *work)
 
 	mutex_lock(&ctrl->lock);
 	if (ctrl->tctrl) {
-		dev_info(&ctrl->vdev.device, "controller deleted by nvmet\n");
+		dev_info(ctrl->vdev.dev, "controller deleted by nvmet\n");
 		nvmet_mdev_ctrl_disable(ctrl, false);
 		nvmet_mdev_ctrl_fatal(ctrl);
 	}

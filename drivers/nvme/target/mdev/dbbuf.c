@@ -136,7 +136,7 @@ void nvmet_mdev_dbbuf_unmap(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last)
 	    !nvmet_mdev_gmap_overlaps(&dp->dbbuf_ei, first, last))
 		return;
 
-	dev_warn_ratelimited(&ctrl->vdev.device,
+	dev_warn_ratelimited(ctrl->vdev.dev,
 			     "guest unmapped its shadow doorbell buffers\n");
 	nvmet_mdev_dbbuf_off(ctrl, true);
 	nvmet_mdev_ctrl_fatal(ctrl);

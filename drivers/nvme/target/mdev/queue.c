@@ -371,7 +371,7 @@ static void nvmet_mdev_async_error(struct nvmet_mdev_ctrl *ctrl, u8 info)
 static void nvmet_mdev_bad_db(struct nvmet_mdev_ctrl *ctrl, u16 qid, u32 val)
 {
 	if (!qid) {
-		dev_warn_ratelimited(&ctrl->vdev.device,
+		dev_warn_ratelimited(ctrl->vdev.dev,
 				     "invalid admin doorbell value %u\n", val);
 		nvmet_mdev_ctrl_fatal(ctrl);
 		return;
@@ -470,7 +470,7 @@ static int nvmet_mdev_sq_remap(struct nvmet_mdev_sq *sq, bool grace)
 	if (ret && nvmet_mdev_remap_later(sq, grace))
 		return -EAGAIN;
 	if (ret) {
-		dev_warn_ratelimited(&ctrl->vdev.device,
+		dev_warn_ratelimited(ctrl->vdev.dev,
 				     "SQ %u ring at %#llx is not mapped\n",
 				     sq->qid, sq->iova);
 		WRITE_ONCE(sq->broken, true);
@@ -513,7 +513,7 @@ static int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq, bool grace)
 
 	nvmet_mdev_gunmap(&map);	/* another thread was first */
 	if (ret) {
-		dev_warn_ratelimited(&sq->ctrl->vdev.device,
+		dev_warn_ratelimited(sq->ctrl->vdev.dev,
 				     "CQ %u ring at %#llx is not mapped\n",
 				     cq->qid, cq->iova);
 		nvmet_mdev_ctrl_fatal(sq->ctrl);
@@ -1140,7 +1140,7 @@ static int nvmet_mdev_sq_thread(void *data)
 	 * charge the guest-sized allocations (__GFP_ACCOUNT) to its memcg.
 	 */
 	if (cgroup_attach_task_all(ctrl->owner, current))
-		dev_warn_once(&ctrl->vdev.device,
+		dev_warn_once(ctrl->vdev.dev,
 			      "queue threads stay out of the VMM's cgroups\n");
 	old_memcg = set_active_memcg(ctrl->memcg);
 	/* See nvmet_mdev_sq_stop(). */
@@ -1418,7 +1418,7 @@ static void nvmet_mdev_db_reset(struct nvmet_mdev_ctrl *ctrl, unsigned int idx)
 static void nvmet_mdev_queue_nomem(struct nvmet_mdev_ctrl *ctrl,
 				   const char *what, u16 qid, u32 entries)
 {
-	dev_warn_ratelimited(&ctrl->vdev.device,
+	dev_warn_ratelimited(ctrl->vdev.dev,
 			     "no memory for I/O %s %u of %u entries (the VMM's memory.max?)\n",
 			     what, qid, entries);
 }
@@ -1701,7 +1701,7 @@ void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last)
 			memset(&cq->ring, 0, sizeof(cq->ring));
 			spin_unlock_irqrestore(&cq->lock, flags);
 			nvmet_mdev_gunmap(&map);
-			dev_dbg(&ctrl->vdev.device,
+			dev_dbg(ctrl->vdev.dev,
 				"CQ %d ring unmapped while live\n", qid);
 		}
 	}

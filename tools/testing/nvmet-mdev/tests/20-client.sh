@@ -64,6 +64,12 @@ echo off > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap
 "$c" -b "$b" -d pwrite -t lifecycle_test "$uuid" /tmp/client.img
 [ $? -eq 0 ] || rc=1
 
+# The hostile cases made the driver complain: its messages name the mdev
+# (the UUID the administrator knows), not the vfio character device.
+named=$(dmesg | grep -c "nvmet-mdev $uuid: ")
+vfio=$(dmesg | grep -c 'vfio-dev vfio[0-9]*: ')
+tap_ok "client $b: the driver's messages name the mdev ($named), none the vfio device ($vfio)" \
+	test "$named" -gt 0 -a "$vfio" -eq 0
 tap_ok "client $b: remove the mdev after the tests" remove_mdev "$uuid"
 teardown_nvmet
 tap_ok "client $b: nvmet-mdev unloads" modprobe -r nvmet-mdev
