@@ -228,7 +228,7 @@ released() {
 # reads qemu.conf, so the namespace also gets a passwd and group file that
 # have them.  Logs go to /run/libvirtd.log.
 start_libvirtd() {
-	local etc=/run/nvmet-mdev-libvirt-etc i
+	local etc=/run/nvmet-mdev-libvirt-etc
 	test_vm_only start_libvirtd || return 1
 	command -v libvirtd >/dev/null || { echo "no libvirtd (make deps)" >&2; return 1; }
 	mkdir -p $etc/libvirt /var/log/libvirt
@@ -250,7 +250,7 @@ start_libvirtd() {
 		mount --bind $etc/passwd /etc/passwd && mount --bind $etc/group /etc/group &&
 		mount -t tmpfs tmpfs /var/lib && mount -t tmpfs tmpfs /var/cache &&
 		exec libvirtd" > /run/libvirtd.log 2>&1 &
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		virsh -q -c qemu:///system version >/dev/null 2>&1 && return 0
 		sleep 0.2
 	done

@@ -88,7 +88,7 @@ rmdir "$r"
 unlink_subsys 1 $nqn
 rmdir "$NVMET_CFS/ports/1"
 # The parent goes away asynchronously (its mdevs could still be open).
-for i in $(seq 50); do [ -e "$parent" ] || break; sleep 0.2; done
+for _ in $(seq 50); do [ -e "$parent" ] || break; sleep 0.2; done
 tap_ok "removing the port removes the parent" test ! -e "$parent"
 tap_ok "... and its mdevs" test ! -e "/sys/bus/mdev/devices/$uuid"
 teardown_nvmet
