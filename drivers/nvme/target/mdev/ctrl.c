@@ -6,7 +6,6 @@
  * when the guest enables the controller and released when the guest
  * disables or shuts it down, resets the function, or closes the device.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/memcontrol.h>
 #include <linux/module.h>

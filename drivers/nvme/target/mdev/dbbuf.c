@@ -9,7 +9,6 @@
  * wake a sleeping queue thread).  Both stay mapped until the controller
  * is disabled or the guest unmaps them.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include "datapath.h"
 

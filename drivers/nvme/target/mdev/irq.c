@@ -11,7 +11,6 @@
  * be raised from any context, including bio completion in hard interrupt
  * context; eventfd references are dropped outside of it.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/eventfd.h>
 #include <linux/pci_regs.h>

@@ -4,7 +4,6 @@
  *
  * Documentation/nvme/mdev.rst describes how to use it.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/module.h>
 

@@ -20,7 +20,6 @@
  * virtual space, hold pins of their own (nvmet_mdev_gmap()): dropping the
  * cache's pins of a chunk never leaves a kernel mapping without a pin.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/highmem.h>
 #include <linux/iommu.h>
@@ -126,8 +125,10 @@ int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
 			*page = p;
 			return 0;
 		}
-		if (xa_pointer_tag(entry) == NVMET_MDEV_CHUNK_FULL)
-			return -EFAULT;	/* cannot happen */
+		/* A full chunk has every page. */
+		if (WARN_ON_ONCE(xa_pointer_tag(entry) ==
+				 NVMET_MDEV_CHUNK_FULL))
+			return -EFAULT;
 	}
 
 	ret = vfio_pin_pages(&ctrl->vdev, iova & PAGE_MASK, 1,

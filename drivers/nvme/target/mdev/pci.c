@@ -24,7 +24,6 @@
  *   0x60  PCI Express capability (version 2, endpoint, FLR)
  *   0x100 extended config space: empty
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/pci_regs.h>
 #include <linux/unaligned.h>
@@ -74,12 +73,10 @@ static void nvmet_mdev_pci_init_header(struct nvmet_mdev_pci *pci)
 	cfg_set8(pci, PCI_HEADER_TYPE, PCI_HEADER_TYPE_NORMAL, 0);
 
 	/* BAR0/1: 64-bit non-prefetchable memory, the controller. */
-	pci->bar_size[0] = bar0;
 	cfg_set32(pci, PCI_BASE_ADDRESS_0, PCI_BASE_ADDRESS_MEM_TYPE_64,
 		  ~(bar0 - 1) & PCI_BASE_ADDRESS_MEM_MASK);
 	cfg_set32(pci, PCI_BASE_ADDRESS_1, 0, 0xffffffff);
 	/* BAR4: 32-bit non-prefetchable memory, MSI-X table and PBA. */
-	pci->bar_size[NVMET_MDEV_MSIX_BAR] = bar4;
 	cfg_set32(pci, PCI_BASE_ADDRESS_0 + 4 * NVMET_MDEV_MSIX_BAR,
 		  PCI_BASE_ADDRESS_MEM_TYPE_32,
 		  ~(bar4 - 1) & PCI_BASE_ADDRESS_MEM_MASK);
@@ -225,11 +222,11 @@ void nvmet_mdev_pci_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 
 	for (i = 0; i < count; i++) {
 		u32 o = off + i;
-		u8 wmask = pci->wmask[o], w1c = pci->w1cmask[o];
+		u8 wmask = pci->wmask[o];
 
 		/* The data path reads PCI_COMMAND locklessly. */
-		WRITE_ONCE(pci->cfg[o], ((pci->cfg[o] & ~wmask) |
-					 (val[i] & wmask)) & ~(val[i] & w1c));
+		WRITE_ONCE(pci->cfg[o], (pci->cfg[o] & ~wmask) |
+					(val[i] & wmask));
 	}
 
 	if (flr) {

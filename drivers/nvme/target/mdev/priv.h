@@ -98,8 +98,6 @@ struct nvmet_mdev_params {
 struct nvmet_mdev_pci {
 	u8	cfg[NVMET_MDEV_CFG_SIZE];	/* current contents */
 	u8	wmask[NVMET_MDEV_CFG_SIZE];	/* guest-writable bits */
-	u8	w1cmask[NVMET_MDEV_CFG_SIZE];	/* write-1-to-clear bits */
-	u32	bar_size[PCI_STD_NUM_BARS];	/* 0: BAR not implemented */
 };
 
 /* Reset the config space to its power-on state; ctrl->lock held or probe. */
@@ -265,7 +263,6 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
  */
 void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off);
 /* A guest touched the zapped doorbell page: wake sleeping queue threads. */
-void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl);
 /* vfio dma_unmap callback: drop every pin in [iova, iova + length). */
 void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length);

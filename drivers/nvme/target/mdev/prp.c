@@ -20,13 +20,11 @@
  *    equal the transfer length.  Data blocks must be dword aligned in
  *    address and length: the buffers go to the block layer as they are.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include "datapath.h"
 
 #define NVME_MPS		SZ_4K
 #define NVME_MPS_MASK		(NVME_MPS - 1)
-#define PRPS_PER_PAGE		(NVME_MPS / sizeof(__le64))
 
 /* Descriptors read from a segment at a time. */
 #define SGL_BATCH		16

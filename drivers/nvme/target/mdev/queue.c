@@ -68,7 +68,6 @@
  * context nvmet completes in.  When the CQ is full, completions are parked
  * on the CQ and posted by the queue threads once the host moves the CQ head.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cgroup.h>
 #include <linux/delay.h>
@@ -96,7 +95,7 @@ static void nvmet_mdev_sq_kick(struct nvmet_mdev_sq *sq)
  * For changes every thread must look at: the end of a pause, a CQ that
  * became full (its head doorbell must be watched).  Any context.
  */
-void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl)
+static void nvmet_mdev_doorbell_kick(struct nvmet_mdev_ctrl *ctrl)
 {
 	struct nvmet_mdev_dp *dp = ctrl->dp;
 	struct nvmet_mdev_sq *sq;
@@ -1663,7 +1662,6 @@ void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl)
 		if (cq)
 			nvmet_mdev_cq_free(ctrl, cq);
 	}
-	/* Let kfree_rcu() callbacks that reference nothing else run later. */
 }
 
 /**

@@ -13,7 +13,6 @@
  * writes that come through here are validated, stored and wake the queue
  * thread.  Reads return the last value stored.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include "datapath.h"
 

@@ -8,7 +8,6 @@
  * table and PBA, which the VMM emulates).  The region index lives in the
  * top bits of the file offset.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/ctype.h>
 #include <linux/mm.h>
