@@ -18,7 +18,6 @@
 
 #include "kselftest_harness.h"
 #include "client.h"
-#include "host.h"
 
 /*
  * Whether the mdev offers its doorbell page for mmap, from its
