@@ -29,7 +29,7 @@ KMAKE		= $(MAKE) -C $(SRC) O=$(OBJ) CC="ccache gcc" -j$(JOBS) \
 		  KCFLAGS="$(KCFLAGS)"
 
 .PHONY: all help deps kernel source config client check demo lint \
-	shell test bench clean distclean
+	patches shell test bench clean distclean
 
 all: kernel
 
@@ -38,6 +38,7 @@ help:
 	@echo "make kernel    fetch, patch, configure and build: build/bzImage, build/modules/"
 	@echo "make check     build, boot the test VM and run every test (TAP)"
 	@echo "make test T=name   run one test (tools/testing/nvmet-mdev/tests/name.sh)"
+	@echo "make patches   the whole work as a format-patch series in build/patches/"
 	@echo "make demo      boot, create an mdev, run a guest on it, show what it sees"
 	@echo "make bench     fio on an mdev, QEMU's NVMe and virtio-blk in one guest, side by side"
 	@echo "make shell     interactive shell in the host VM"
@@ -97,7 +98,11 @@ lint: kernel
 client: kernel
 	$(MAKE) -C $(HARNESS)/client
 
-check: deps kernel client
+# The whole work as a git format-patch series against the pristine source.
+patches: source
+	$(HARNESS)/make-patches.sh $(TOP) $(SRC) $(BUILD)/patches
+
+check: deps kernel client patches
 	$(HARNESS)/run-tests.sh
 
 test: kernel client
