@@ -279,9 +279,11 @@ inside_main() {
 		echo "ramp ${NVMET_MDEV_BENCH_RAMP:-2}"
 		echo "runtime ${NVMET_MDEV_BENCH_RUNTIME:-8}"
 		echo "drive_opts $dopts"
-		echo "buffered_io $(cat "$NVMET_CFS/subsystems/$nqn/namespaces/1/buffered_io" 2>/dev/null || echo ?)"
+		echo "buffered_io $(cat "$NVMET_CFS/subsystems/$nqn/namespaces/1/buffered_io" \
+			2>/dev/null || echo ?)"
 		echo -n "mdev_attrs"
-		for a in nr_io_queues max_queue_entries mdts shadow_doorbells doorbell_mmap poll_idle_us; do
+		for a in nr_io_queues max_queue_entries mdts shadow_doorbells \
+			 doorbell_mmap poll_idle_us; do
 			echo -n " $a=$(cat "$attr/$a" 2>/dev/null || echo ?)"
 		done
 		echo
@@ -325,7 +327,10 @@ inside_main() {
 
 	# Our kernel's errors and warnings from the guest's start on.
 	dmesg --level=emerg,alert,crit,err,warn |
-		awk -v t0="$t0" '{ s = $0; sub(/^\[ */, "", s); if (s + 0 >= t0) print "host-dmesg " $0 }' >> $info
+		awk -v t0="$t0" '{
+			s = $0; sub(/^\[ */, "", s)
+			if (s + 0 >= t0) print "host-dmesg " $0
+		}' >> $info
 	dmesg -n 1
 	echo "=== nvmet-mdev bench results ==="
 	python3 - $info $out /tmp/bench-stats <<'EOF'
@@ -434,7 +439,8 @@ def gib(kb):
 
 print("nvmet-mdev benchmark, %s, on %s" % (info.get("date", "?"), info.get("machine", "?")))
 print("  host VM : %s vCPUs (QEMU TCG, multi-threaded), MemTotal %s, kernel %s (debug build:"
-      % (info.get("host_cpus", "?"), gib(info.get("host_mem_kb", "")), info.get("host_kernel", "?")))
+      % (info.get("host_cpus", "?"), gib(info.get("host_mem_kb", "")),
+         info.get("host_kernel", "?")))
 print("            KASAN, lockdep, ...), %s" % info.get("qemu_version", "?"))
 print("  guest   : %s vCPU(s) (nested KVM, -cpu qemu64), MemTotal %s, kernel %s"
       % (guest.get("guest_cpus", "?"), gib(guest.get("guest_mem_kb", "")),
@@ -445,7 +451,8 @@ print("  disks   : four %s MiB files on the host VM's tmpfs, written in full fir
       % info.get("size_mb", "?"))
 desc = {
     "mdev": "nvmet file namespace (buffered_io=%s), mdev port, vfio-pci;\n"
-            "               %s" % (info.get("buffered_io", "?"), info.get("mdev_attrs", "").strip()),
+            "               %s" % (info.get("buffered_io", "?"),
+                                   info.get("mdev_attrs", "").strip()),
     "mdev-alt": "the same as a second mdev (own subsystem and file), but doorbell_mmap=%s"
                 % info.get("alt_doorbell_mmap", "?"),
     "qemu-nvme": "-device nvme, -drive %s" % info.get("drive_opts", "?"),
@@ -603,7 +610,9 @@ start=$(date +%s)
 run_vm "$out/console.log"
 rc=$?
 if [ $rc -ne 0 ] && grep -aq 'Oops: int3' "$out/console.log"; then
-	note="NOTE: the first run died with \"Oops: int3\" (multi-threaded TCG racing with KVM's static key patching, see the README); this is the one re-run."
+	note="NOTE: the first run died with \"Oops: int3\" (multi-threaded TCG"
+	note+=" racing with KVM's static key patching, see the README);"
+	note+=" this is the one re-run."
 	echo "bench.sh: $note" >&2
 	cp "$out/console.log" "$out/console-first-run.log"
 	run_vm "$out/console.log"
@@ -620,11 +629,14 @@ fi
 	secs=$(( $(date +%s) - start ))
 	echo "  make bench: $((secs / 60)) min $((secs % 60)) s wall, boot to power-off"
 	echo "  machine at start: $load0"
-	echo "  machine at end:   load average $(cut -d' ' -f1-3 /proc/loadavg), $(others) other QEMU process(es)"
+	echo "  machine at end:   load average $(cut -d' ' -f1-3 /proc/loadavg)," \
+		"$(others) other QEMU process(es)"
 	[ -n "$note" ] && echo "$note"
 	k=$(grep -ac '^vm.sh: QEMU lost a wake-up' "$out/console.log" || true)
-	[ "$k" -gt 0 ] && echo "  QEMU lost a wake-up of the host VM $k time(s), recovered after 2 to 10 s (see wakeup-watch.py)"
-	[ $rc -ne 0 ] && echo "WARNING: the run ended with status $rc (a kernel splat or a failed step); see build/bench/console.log"
+	[ "$k" -gt 0 ] && echo "  QEMU lost a wake-up of the host VM $k time(s)," \
+		"recovered after 2 to 10 s (see wakeup-watch.py)"
+	[ $rc -ne 0 ] && echo "WARNING: the run ended with status $rc" \
+		"(a kernel splat or a failed step); see build/bench/console.log"
 } > "$out/latest.txt"
 echo
 cat "$out/latest.txt"

@@ -59,8 +59,10 @@ guest_main() {
 			fio --name=demo --filename="/dev/$n" --direct=1 --ioengine=io_uring \
 				--rw="$1" --bs="$2" --iodepth="$3" --runtime=10 --time_based \
 				--output-format=json |
-				jq -r '.jobs[0] | (if .read.total_ios > 0 then .read else .write end) |
-					"\(.iops | floor) IOPS, \(.bw_bytes / 104857.6 | floor / 10) MiB/s, " +
+				jq -r '.jobs[0] |
+					(if .read.total_ios > 0 then .read else .write end) |
+					"\(.iops | floor) IOPS, " +
+					"\(.bw_bytes / 104857.6 | floor / 10) MiB/s, " +
 					"mean latency \(.lat_ns.mean / 1000 | floor) us, " +
 					"p99 \(.clat_ns.percentile["99.000000"] / 1000 | floor) us"'
 		done
@@ -83,8 +85,8 @@ dd if=/dev/zero of=/tmp/demo-qemu.img bs=1M count=1024 status=none || exit 1
 modprobe nvmet-mdev || exit 1
 uuid=$(create_mdev 1) || exit 1
 echo "== mdev $uuid on $(port_parent 1)"
-grep . /sys/bus/mdev/devices/"$uuid"/{nr_io_queues,max_queue_entries,mdts,shadow_doorbells,doorbell_mmap,poll_idle_us} 2>/dev/null |
-	sed 's|.*/||'
+(cd /sys/bus/mdev/devices/"$uuid" && grep . nr_io_queues max_queue_entries \
+	mdts shadow_doorbells doorbell_mmap poll_idle_us 2>/dev/null)
 echo "== starting a KVM guest: qemu -device vfio-pci,sysfsdev=/sys/bus/mdev/devices/$uuid"
 echo "   and QEMU's own NVMe, -device nvme, on a 1 GiB file on the host VM's tmpfs"
 echo "   (a nested guest under TCG: about two minutes to boot)"

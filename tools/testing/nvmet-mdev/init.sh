@@ -31,22 +31,23 @@ mounts() {
 }
 
 # What both kinds of VM need; a nested guest needs no more (no modules
-# there, and its command writes to /tmp only).
-mounts proc proc /proc "" sysfs sysfs /sys "" devtmpfs devtmpfs /dev "" \
-	tmpfs tmpfs /tmp mode=1777 tmpfs tmpfs /run mode=0755 \
+# there, and its command writes to /tmp only).  The kernel's own file
+# systems have no source: "none".
+mounts proc none /proc "" sysfs none /sys "" devtmpfs none /dev "" \
+	tmpfs none /tmp mode=1777 tmpfs none /run mode=0755 \
 	9p run /run/nvmet-mdev trans=virtio,version=9p2000.L,msize=262144
 read -r cmdline < /proc/cmdline
 case " $cmdline " in
 *" nvmet_mdev.guest=1 "*) ;;
 *)
-	m=(devpts devpts /dev/pts "gid=5,mode=620,ptmxmode=666"
-	   tmpfs tmpfs /dev/shm ""
-	   configfs configfs /sys/kernel/config ""
-	   cgroup2 cgroup2 /sys/fs/cgroup "")
-	[ -d /sys/kernel/debug ] && m+=(debugfs debugfs /sys/kernel/debug "")
-	[ -d /var/tmp ] && m+=(tmpfs tmpfs /var/tmp mode=1777)
+	m=(devpts none /dev/pts "gid=5,mode=620,ptmxmode=666"
+	   tmpfs none /dev/shm ""
+	   configfs none /sys/kernel/config ""
+	   cgroup2 none /sys/fs/cgroup "")
+	[ -d /sys/kernel/debug ] && m+=(debugfs none /sys/kernel/debug "")
+	[ -d /var/tmp ] && m+=(tmpfs none /var/tmp mode=1777)
 	for d in /var/log /var/lib/libvirt /var/cache/libvirt /root; do
-		[ -d "$d" ] && m+=(tmpfs tmpfs "$d" mode=0755)
+		[ -d "$d" ] && m+=(tmpfs none "$d" mode=0755)
 	done
 	mounts "${m[@]}"
 	# Our modules live in build/modules (the read-only root has no
@@ -54,7 +55,8 @@ case " $cmdline " in
 	# and the same wrapper for the kernel's request_module().
 	top=$here/../../..
 	mkdir -p /run/bin
-	printf '#!/bin/sh\nexec /sbin/modprobe -d %s/build/modules "$@"\n' "$top" > /run/bin/modprobe
+	printf '#!/bin/sh\nexec /sbin/modprobe -d %s/build/modules "$@"\n' \
+		"$top" > /run/bin/modprobe
 	chmod +x /run/bin/modprobe
 	[ -w /proc/sys/kernel/modprobe ] && echo /run/bin/modprobe > /proc/sys/kernel/modprobe
 	export PATH=/run/bin:$PATH

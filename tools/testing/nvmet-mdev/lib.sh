@@ -248,7 +248,7 @@ start_libvirtd() {
 	EOF
 	unshare -m --propagation private sh -c "mount --bind $etc/libvirt /etc/libvirt &&
 		mount --bind $etc/passwd /etc/passwd && mount --bind $etc/group /etc/group &&
-		mount -t tmpfs tmpfs /var/lib && mount -t tmpfs tmpfs /var/cache &&
+		mount -t tmpfs none /var/lib && mount -t tmpfs none /var/cache &&
 		exec libvirtd" > /run/libvirtd.log 2>&1 &
 	for _ in $(seq 100); do
 		virsh -q -c qemu:///system version >/dev/null 2>&1 && return 0

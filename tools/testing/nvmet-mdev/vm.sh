@@ -74,9 +74,10 @@ while [ $# -gt 0 ]; do
 	*) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
-if [ $libvirt -eq 1 ] &&
-   { [ $guest -eq 0 ] || [ $iommufd -eq 1 ] || [ -n "$qemu_args" ] || [ $interactive -eq 1 ]; }; then
-	echo "vm.sh: --libvirt is for a --guest, without --iommufd, --qemu-args or --interactive" >&2
+if [ $libvirt -eq 1 ] && { [ $guest -eq 0 ] || [ $iommufd -eq 1 ] ||
+			   [ -n "$qemu_args" ] || [ $interactive -eq 1 ]; }; then
+	echo "vm.sh: --libvirt is for a --guest," \
+		"without --iommufd, --qemu-args or --interactive" >&2
 	exit 2
 fi
 if [ $interactive -eq 0 ] && [ $# -eq 0 ]; then
@@ -215,7 +216,10 @@ console=$run/console
 
 echo_console() {
 	if [ -n "$echo_prefix" ]; then
-		awk -v p="$echo_prefix" '{ print; print p $0 > "/dev/stderr"; fflush(); fflush("/dev/stderr") }'
+		awk -v p="$echo_prefix" '{
+			print; print p $0 > "/dev/stderr"
+			fflush(); fflush("/dev/stderr")
+		}'
 	else
 		cat
 	fi
@@ -250,21 +254,29 @@ libvirt_guest() {
 		echo "  </os>"
 		echo "  <features><acpi/></features>"
 		echo "  <clock offset='utc'><timer name='hpet' present='no'/></clock>"
-		echo "  <cpu mode='custom' match='exact' check='none'><model fallback='forbid'>qemu64</model></cpu>"
+		echo "  <cpu mode='custom' match='exact' check='none'>"
+		echo "    <model fallback='forbid'>qemu64</model>"
+		echo "  </cpu>"
 		echo "  <on_poweroff>destroy</on_poweroff>"
 		echo "  <on_reboot>restart</on_reboot>"
 		echo "  <on_crash>destroy</on_crash>"
 		echo "  <devices>"
 		echo "    <emulator>$(command -v qemu-system-x86_64)</emulator>"
 		echo "    <controller type='usb' model='none'/>"
-		echo "    <filesystem type='mount' accessmode='passthrough' model='virtio-transitional' multidevs='remap'>"
+		echo "    <filesystem type='mount' accessmode='passthrough'" \
+			"model='virtio-transitional' multidevs='remap'>"
 		echo "      <source dir='/'/><target dir='root'/><readonly/>"
 		echo "    </filesystem>"
-		echo "    <filesystem type='mount' accessmode='passthrough' model='virtio-transitional'>"
+		echo "    <filesystem type='mount' accessmode='passthrough'" \
+			"model='virtio-transitional'>"
 		echo "      <source dir='$(xml_escape "$run")'/><target dir='run'/>"
 		echo "    </filesystem>"
-		echo "    <serial type='file'><source path='$(xml_escape "$console")'/><target port='0'/></serial>"
-		echo "    <rng model='virtio-transitional'><backend model='random'>/dev/urandom</backend></rng>"
+		echo "    <serial type='file'>"
+		echo "      <source path='$(xml_escape "$console")'/><target port='0'/>"
+		echo "    </serial>"
+		echo "    <rng model='virtio-transitional'>"
+		echo "      <backend model='random'>/dev/urandom</backend>"
+		echo "    </rng>"
 		for u in "${mdevs[@]}"; do
 			echo "    <hostdev mode='subsystem' type='mdev' model='vfio-pci'>"
 			echo "      <source><address uuid='$u'/></source>"
@@ -383,7 +395,8 @@ splats=$("$here/splat-scan.sh" "$console" "$run/dmesg")
 # often; they are logged as that, and anything else fails the run.
 idle_lockups() {
 	local n w
-	n=$(grep -cE 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s! \[swapper/[0-9]+:0\]$' <<<"$splats")
+	n=$(grep -cE 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s! \[swapper/[0-9]+:0\]$' \
+		<<<"$splats")
 	[ "$n" -gt 0 ] && [ "$n" -eq "$(grep -c . <<<"$splats")" ] || return 1
 	w=$(grep -c . "$run/wakeups" 2>/dev/null)
 	[ "${w:-0}" -ge "$n" ] || return 1
@@ -394,7 +407,8 @@ idle_lockups() {
 	echo "$n"
 }
 if [ -n "$splats" ] && n=$(idle_lockups); then
-	echo "vm.sh: QEMU's lost wake-up left $n soft lockup report(s) of the idle task (an emulator fault, see wakeup-watch.py):" >&2
+	echo "vm.sh: QEMU's lost wake-up left $n soft lockup report(s) of the" \
+		"idle task (an emulator fault, see wakeup-watch.py):" >&2
 	echo "$splats" | sed 's/^/vm.sh:   /' >&2
 	splats=
 fi

@@ -47,13 +47,14 @@ tap_ok "create it again with the same uuid" test "$(create_mdev 1 "$uuid")" = "$
 u2=$(create_mdev 1)
 tap_ok "a second mdev on the same port" test -d "/sys/bus/mdev/devices/$u2"
 tap_ok "mdevctl start makes a third" \
-	mdevctl start -u 5a1e8c7e-6f9b-4f7e-9a0c-7f1f3c2d9b01 -p "$(basename "$parent")" -t "$(basename "$t")"
+	mdevctl start -u 5a1e8c7e-6f9b-4f7e-9a0c-7f1f3c2d9b01 \
+		-p "$(basename "$parent")" -t "$(basename "$t")"
 tap_ok "mdevctl stop removes it" mdevctl stop -u 5a1e8c7e-6f9b-4f7e-9a0c-7f1f3c2d9b01
 
 # Persistent definitions live in /etc/mdevctl.d: a writable copy here.
 u3=0c9d4e2a-3b5f-4d6e-8f70-91a2b3c4d5e6
 cp -a /etc/mdevctl.d /tmp/mdevctl.d || die "copy /etc/mdevctl.d"
-mount -t tmpfs tmpfs /etc/mdevctl.d || die "tmpfs on /etc/mdevctl.d"
+mount -t tmpfs none /etc/mdevctl.d || die "tmpfs on /etc/mdevctl.d"
 cp -a /tmp/mdevctl.d/. /etc/mdevctl.d/ || die "fill /etc/mdevctl.d"
 tap_ok "mdevctl define" \
 	mdevctl define -u $u3 -p "$(basename "$parent")" -t "$(basename "$t")"

@@ -51,7 +51,8 @@ for sdb in 1 0; do
 		$more + big_io + dmesg_clean)
 	rc=$?
 	echo "$out" | grep -aE '^(check:|mdts|oacs|sgls|mn|moderated:) ' | sed 's/^/# /'
-	tap_ok "shadow_doorbells=$sdb, 1 MiB I/O via $mode: guest run clean (status $rc)" test $rc -eq 0
+	tap_ok "shadow_doorbells=$sdb, 1 MiB I/O via $mode: guest run clean (status $rc)" \
+		test $rc -eq 0
 	guest_checks "shadow_doorbells=$sdb" "$out"
 	guest_shutdown "shadow_doorbells=$sdb" "$uuid" "$out"
 	sed 's/^/# stats: /' "/sys/kernel/debug/nvmet-mdev/$uuid/stats"
@@ -59,10 +60,12 @@ for sdb in 1 0; do
 	n=$(mdev_stat "$uuid" shadow_doorbell_commands)
 	if [ $sdb = 1 ]; then
 		# All but the admin commands.
-		tap_ok "shadow_doorbells=1: most commands came through shadow doorbells ($n of $all)" \
+		t="most commands came through shadow doorbells ($n of $all)"
+		tap_ok "shadow_doorbells=1: $t" \
 			test $((2 * n)) -gt "$all"
 	else
-		tap_ok "shadow_doorbells=0: no command came through a shadow doorbell ($n of $all)" \
+		t="no command came through a shadow doorbell ($n of $all)"
+		tap_ok "shadow_doorbells=0: $t" \
 			test "$n" = 0 -a "$all" -gt 0
 	fi
 done

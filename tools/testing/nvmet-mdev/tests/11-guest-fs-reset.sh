@@ -44,7 +44,8 @@ e=$(mdev_stat "$uuid" enables)
 tap_ok "SeaBIOS and the driver enabled the controller in both boots ($e enables)" \
 	test "$e" = 4
 released "reboot" $nqn "$pins0"
-acks=$(sed -n 's/^reboot: \([0-9]*\) blocks acknowledged before the reboot\r\{0,1\}$/\1/p' <<<"$out")
+acks=$(sed -n 's/^reboot: \([0-9]*\) blocks acknowledged before the reboot\r\{0,1\}$/\1/p' \
+	<<<"$out")
 
 tap_ok "remove the mdev" remove_mdev "$uuid"
 teardown_nvmet

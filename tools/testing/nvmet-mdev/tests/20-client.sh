@@ -40,16 +40,23 @@ fuzz_start=$SECONDS
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fuzz_secs=$((SECONDS - fuzz_start))
 # "totals: N commands, N writes, N ms", one line per run.
-totals=$(sed -n 's/.*totals: \([0-9]*\) commands, \([0-9]*\) writes, \([0-9]*\) ms.*/\1 \2 \3/p' /tmp/fuzz.tap)
+totals=$(sed -n \
+	's/.*totals: \([0-9]*\) commands, \([0-9]*\) writes, \([0-9]*\) ms.*/\1 \2 \3/p' \
+	/tmp/fuzz.tap)
 n=$(grep -c . <<<"$totals")
 cmds=$(awk '{ s += $1 } END { print s + 0 }' <<<"$totals")
 writes=$(awk '{ s += $2 } END { print s + 0 }' <<<"$totals")
 ms=$(awk '{ s += $3 } END { print s + 0 }' <<<"$totals")
-echo "# fuzz: $n runs, $cmds commands, $writes register/doorbell/config writes, ${ms} ms fuzzing, ${fuzz_secs} s with setup and host checks"
-[ "$ms" -gt 0 ] && echo "# fuzz rate: $((cmds * 1000 / ms)) commands/s, $((writes * 1000 / ms)) writes/s"
-tap_ok "client $b: fuzz totals: $cmds commands in $n runs (at least $((runs * NVMET_MDEV_FUZZ_CMDS)))" \
+echo "# fuzz: $n runs, $cmds commands, $writes register/doorbell/config writes," \
+	"${ms} ms fuzzing, ${fuzz_secs} s with setup and host checks"
+[ "$ms" -gt 0 ] && echo "# fuzz rate: $((cmds * 1000 / ms)) commands/s," \
+	"$((writes * 1000 / ms)) writes/s"
+t="$cmds commands in $n runs (at least $((runs * NVMET_MDEV_FUZZ_CMDS)))"
+tap_ok "client $b: fuzz totals: $t" \
 	test "$n" -eq $runs -a "$cmds" -ge $((runs * NVMET_MDEV_FUZZ_CMDS))
-tap_ok "client $b: fuzz totals: $writes register/doorbell/config writes (at least $((runs * NVMET_MDEV_FUZZ_WRITES)))" \
+t="$writes register/doorbell/config writes"
+t+=" (at least $((runs * NVMET_MDEV_FUZZ_WRITES)))"
+tap_ok "client $b: fuzz totals: $t" \
 	test "$n" -eq $runs -a "$writes" -ge $((runs * NVMET_MDEV_FUZZ_WRITES))
 
 # doorbell_mmap=off: the page is not offered, every doorbell write traps

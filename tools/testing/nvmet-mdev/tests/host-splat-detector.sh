@@ -26,35 +26,17 @@ scan_says() {
 }
 
 # RCU stall forms of kernel/rcu/tree_stall.h, tree_exp.h and tasks.h, as a
-# 1-vCPU VM prints them (the first line of each report).
-stalls=(
-	'[  612.345678] rcu: INFO: rcu_preempt self-detected stall on CPU'
-	'[  612.345679] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:'
-	'[  633.100001] rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 0-... } 21002 jiffies s: 1257 root: 0x1/.'
-	'[  640.000002] rcu: INFO: rcu_preempt detected stall, but suppressed full report due to a stuck CSD-lock.'
-	'[  641.000003] rcu: INFO: rcu_sched detected expedited stalls, but suppressed full report due to a stuck CSD-lock.'
-	'[  650.000004] INFO: rcu_tasks detected stalls on tasks:'
-	'[  651.000005] rcu_tasks_wait_gp: rcu_tasks grace period number 9 (since boot) is 10003 jiffies old.'
-	'[  652.000006] tasks_rcu_exit_stall: rcu_tasks grace period number 9 (since boot) gp_state: RTGS_WAIT_CBS is 30011 jiffies old.'
-	'[  653.000007] rcu: rcu_preempt kthread starved for 10502 jiffies! g16249 f0x0 RCU_GP_WAIT_FQS(5) ->state=0x0 ->cpu=0'
-	"[  654.000008] rcu: rcu_preempt kthread timer wakeup didn't happen for 10499 jiffies! g16249 f0x0 RCU_GP_WAIT_FQS(5) ->state=0x402"
-)
+# 1-vCPU VM prints them (the first line of each report), one a line.
+mapfile -t stalls < "$here/tests/host-splat-detector.stalls" || die "stall samples"
 for l in "${stalls[@]}"; do
 	tap_ok "splat-scan reports: ${l#\[*\] }" scan_says "stall" "$l" "$l"
 done
 # Harmless RCU boot lines, the other lines of a stall report, and splat
 # words in test output (no printk timestamp).
+mapfile -t harmless < "$here/tests/host-splat-detector.harmless" ||
+	die "harmless samples"
 tap_ok "splat-scan ignores harmless RCU lines and test output" scan_says "harmless" "" \
-	'[    0.000000] rcu: Preemptible hierarchical RCU implementation.' \
-	'[    0.000000] rcu: 	RCU event tracing is enabled.' \
-	'[    0.000000] rcu: 	RCU CPU stall warnings timeout set to 100 (rcu_cpu_stall_timeout).' \
-	'[    0.000000] rcu: srcu_init: Setting srcu_struct sizes based on contention.' \
-	'[    0.310000] Running RCU Tasks wait API self tests' \
-	'[    0.320000] Callback from rcu_tasks invoked.' \
-	'[  612.345680] rcu: 	0-....: (2099 ticks this GP) idle=b3c4/1/0x4000000000000000 softirq=1207/1207 fqs=1049' \
-	'[  612.345681] rcu: 	(t=2100 jiffies g=16249 q=37 ncpus=1)' \
-	'ok 12 hostile: doorbell rcu_preempt self-detected stall on CPU (not a log line)' \
-	'# INFO: rcu_tasks detected stalls on tasks: (test output)'
+	"${harmless[@]}"
 tap_ok "splat-scan reports every stall line of a mixed log once" scan_says "mixed" \
 	"$(printf '%s\n' "${stalls[@]}" | sort -u)" \
 	'[    0.000000] rcu: Preemptible hierarchical RCU implementation.' \
