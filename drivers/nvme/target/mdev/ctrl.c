@@ -310,11 +310,10 @@ void nvmet_mdev_ctrl_uninit(struct nvmet_mdev_ctrl *ctrl)
 /**
  * nvmet_mdev_ctrl_open() - the device is opened: power-on state
  * @ctrl: the controller (ctrl->lock held)
- *
- * Return: 0.
  */
-int nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl)
+void nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl)
 {
+	lockdep_assert_held(&ctrl->lock);
 	ctrl->owner = get_task_struct(current);
 	ctrl->memcg = get_mem_cgroup_from_mm(current->mm);
 	ctrl->regs.aqa = 0;
@@ -322,7 +321,6 @@ int nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl)
 	ctrl->regs.acq = 0;
 	ctrl->regs.vs = 0;
 	nvmet_mdev_regs_reset(ctrl);
-	return 0;
 }
 
 /**
@@ -331,6 +329,7 @@ int nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl)
  */
 void nvmet_mdev_ctrl_close(struct nvmet_mdev_ctrl *ctrl)
 {
+	lockdep_assert_held(&ctrl->lock);
 	nvmet_mdev_ctrl_disable(ctrl, false);
 	nvmet_mdev_regs_reset(ctrl);
 	mem_cgroup_put(ctrl->memcg);
@@ -345,6 +344,7 @@ void nvmet_mdev_ctrl_close(struct nvmet_mdev_ctrl *ctrl)
  */
 void nvmet_mdev_ctrl_reset(struct nvmet_mdev_ctrl *ctrl)
 {
+	lockdep_assert_held(&ctrl->lock);
 	nvmet_mdev_ctrl_disable(ctrl, false);
 	ctrl->regs.aqa = 0;
 	ctrl->regs.asq = 0;

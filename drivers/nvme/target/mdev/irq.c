@@ -34,6 +34,7 @@ static u32 nvmet_mdev_nr_vectors(struct nvmet_mdev_ctrl *ctrl)
 
 u32 nvmet_mdev_irq_count(struct nvmet_mdev_ctrl *ctrl, u32 index)
 {
+	lockdep_assert_held(&ctrl->lock);
 	switch (index) {
 	case VFIO_PCI_INTX_IRQ_INDEX:
 	case VFIO_PCI_ERR_IRQ_INDEX:
@@ -309,6 +310,7 @@ static void nvmet_mdev_irq_disable(struct nvmet_mdev_ctrl *ctrl, u32 index)
 
 void nvmet_mdev_irq_release_all(struct nvmet_mdev_ctrl *ctrl)
 {
+	lockdep_assert_held(&ctrl->lock);
 	nvmet_mdev_irq_disable(ctrl, VFIO_PCI_MSIX_IRQ_INDEX);
 	nvmet_mdev_irq_disable(ctrl, VFIO_PCI_INTX_IRQ_INDEX);
 	nvmet_mdev_irq_disable(ctrl, VFIO_PCI_ERR_IRQ_INDEX);

@@ -176,6 +176,7 @@ void nvmet_mdev_pci_init(struct nvmet_mdev_ctrl *ctrl)
 void nvmet_mdev_pci_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
 			 u32 count)
 {
+	lockdep_assert_held(&ctrl->lock);
 	if (WARN_ON_ONCE(off >= NVMET_MDEV_CFG_SIZE ||
 			 count > NVMET_MDEV_CFG_SIZE - off)) {
 		memset(buf, 0, count);

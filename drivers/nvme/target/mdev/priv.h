@@ -246,7 +246,7 @@ static inline struct nvmet_mdev_ctrl *vdev_to_ctrl(struct vfio_device *vdev)
 
 int nvmet_mdev_ctrl_init(struct nvmet_mdev_ctrl *ctrl);	/* at probe */
 void nvmet_mdev_ctrl_uninit(struct nvmet_mdev_ctrl *ctrl);	/* at release */
-int nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl);	/* ctrl->lock held */
+void nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl);	/* ctrl->lock held */
 void nvmet_mdev_ctrl_close(struct nvmet_mdev_ctrl *ctrl);	/* ctrl->lock held */
 /* Function level reset: CC.EN=0 semantics plus register reset; lock held. */
 void nvmet_mdev_ctrl_reset(struct nvmet_mdev_ctrl *ctrl);

@@ -1597,6 +1597,7 @@ int nvmet_mdev_start_admin(struct nvmet_mdev_ctrl *ctrl)
 	struct nvmet_mdev_sq *sq;
 	int ret = -ENOMEM;
 
+	lockdep_assert_held(&ctrl->lock);
 	cq = nvmet_mdev_cq_alloc(ctrl, 0, ((aqa >> 16) & 0xfff) + 1,
 				 ctrl->regs.acq, 0, true);
 	if (!cq)
@@ -1646,6 +1647,7 @@ void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl)
 	struct nvmet_mdev_cq *cq;
 	int qid;
 
+	lockdep_assert_held(&ctrl->lock);
 	sq = rcu_access_pointer(dp->sqs[0]);
 	if (sq) {
 		nvmet_mdev_sq_stop(sq);
@@ -1726,6 +1728,7 @@ void nvmet_mdev_db_write(struct nvmet_mdev_ctrl *ctrl, u32 off, u32 val)
 	struct nvmet_mdev_cq *cq = NULL;
 	u16 size = 0;
 
+	lockdep_assert_held(&ctrl->lock);
 	if (!ctrl->tctrl)
 		return;		/* disabled: doorbells are ignored */
 

@@ -311,7 +311,9 @@ static long nvmet_mdev_get_irq_info(struct nvmet_mdev_ctrl *ctrl,
 		info.flags |= VFIO_IRQ_INFO_MASKABLE | VFIO_IRQ_INFO_AUTOMASKED;
 	else
 		info.flags |= VFIO_IRQ_INFO_NORESIZE;
+	mutex_lock(&ctrl->lock);
 	info.count = nvmet_mdev_irq_count(ctrl, info.index);
+	mutex_unlock(&ctrl->lock);
 
 	return copy_to_user((void __user *)arg, &info, minsz) ? -EFAULT : 0;
 }
@@ -400,7 +402,6 @@ static void nvmet_mdev_release_dev(struct vfio_device *vdev)
 static int nvmet_mdev_open_device(struct vfio_device *vdev)
 {
 	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
-	int ret;
 
 	mutex_lock(&ctrl->lock);
 	/* Tunables may have changed since probe: power up afresh. */
@@ -417,11 +418,10 @@ static int nvmet_mdev_open_device(struct vfio_device *vdev)
 				NVMET_MDEV_DB_MMAP_ON;
 		break;
 	}
-	ret = nvmet_mdev_ctrl_open(ctrl);
-	if (!ret)
-		ctrl->open = true;
+	nvmet_mdev_ctrl_open(ctrl);
+	ctrl->open = true;
 	mutex_unlock(&ctrl->lock);
-	return ret;
+	return 0;
 }
 
 static void nvmet_mdev_close_device(struct vfio_device *vdev)
