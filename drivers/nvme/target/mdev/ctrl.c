@@ -72,9 +72,10 @@ static bool nvmet_mdev_cc_valid(struct nvmet_mdev_ctrl *ctrl)
 	    (css != NVME_CC_CSS_NVM && css != NVME_CC_CSS_CSI))
 		return false;
 	/* Admin queues of 2 to 4096 entries, page aligned. */
-	if (!(aqa & 0xfff) || !((aqa >> 16) & 0xfff))
+	if (!FIELD_GET(NVMET_MDEV_AQA_ASQS, aqa) ||
+	    !FIELD_GET(NVMET_MDEV_AQA_ACQS, aqa))
 		return false;
-	if ((ctrl->regs.asq | ctrl->regs.acq) & (SZ_4K - 1))
+	if (!IS_ALIGNED(ctrl->regs.asq | ctrl->regs.acq, NVMET_MDEV_MPS))
 		return false;
 	return true;
 }
@@ -364,6 +365,9 @@ static u8 nvmet_mdev_get_mdts(const struct nvmet_ctrl *tctrl)
 	return ctrl ? ctrl->dp->mdts : 0;
 }
 
+/* Arbitration: the Arbitration Burst field. */
+#define NVMET_MDEV_ARB_AB	GENMASK(2, 0)
+
 static u16 nvmet_mdev_set_feature(const struct nvmet_ctrl *tctrl, u8 feat,
 				  void *data)
 {
@@ -377,7 +381,7 @@ static u16 nvmet_mdev_set_feature(const struct nvmet_ctrl *tctrl, u8 feat,
 	case NVME_FEAT_ARBITRATION:
 		/* Round robin only: the weights are stored and reported. */
 		arb = data;
-		WRITE_ONCE(dp->arb, arb->ab & 7);
+		WRITE_ONCE(dp->arb, arb->ab & NVMET_MDEV_ARB_AB);
 		WRITE_ONCE(dp->arb_lpw, arb->lpw);
 		WRITE_ONCE(dp->arb_mpw, arb->mpw);
 		WRITE_ONCE(dp->arb_hpw, arb->hpw);

@@ -294,6 +294,12 @@ static inline unsigned int nvmet_mdev_cq_db_idx(u16 qid)
 	return 2 * qid + 1;
 }
 
+/* Whether doorbell slot @idx is an I/O queue's (not the admin queue's). */
+static inline bool nvmet_mdev_db_is_io(unsigned int idx)
+{
+	return idx >= nvmet_mdev_sq_db_idx(1);
+}
+
 /*
  * Current value of a doorbell: the shadow doorbell of an I/O queue when the
  * host configured Doorbell Buffer Config, else the BAR0 doorbell page.
@@ -306,7 +312,7 @@ static inline u32 nvmet_mdev_db_read(struct nvmet_mdev_ctrl *ctrl,
 {
 	__le32 *sdb = READ_ONCE(ctrl->dp->sdb);
 
-	if (sdb && idx > 1)
+	if (sdb && nvmet_mdev_db_is_io(idx))
 		return le32_to_cpu(READ_ONCE(sdb[idx]));
 	return le32_to_cpu(READ_ONCE(ctrl->db[idx]));
 }

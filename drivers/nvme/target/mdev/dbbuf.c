@@ -41,7 +41,7 @@ u16 nvmet_mdev_set_dbbuf(struct nvmet_ctrl *tctrl, u64 prp1, u64 prp2)
 	unsigned int i;
 
 	if (!prp1 || !prp2 || prp1 == prp2 ||
-	    ((prp1 | prp2) & (SZ_4K - 1)))
+	    !IS_ALIGNED(prp1 | prp2, NVMET_MDEV_MPS))
 		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
 
 	if (nvmet_mdev_gmap(ctrl, prp1, SZ_4K, &db) ||
@@ -57,7 +57,8 @@ u16 nvmet_mdev_set_dbbuf(struct nvmet_ctrl *tctrl, u64 prp1, u64 prp2)
 
 	cur = dp->sdb ? dp->sdb : ctrl->db;
 	for (i = 0; i < nvmet_mdev_dbbuf_slots(dp); i++) {
-		__le32 v = i > 1 ? READ_ONCE(cur[i]) : READ_ONCE(ctrl->db[i]);
+		__le32 v = nvmet_mdev_db_is_io(i) ? READ_ONCE(cur[i]) :
+						     READ_ONCE(ctrl->db[i]);
 
 		WRITE_ONCE(sdb[i], v);
 		WRITE_ONCE(eidx[i], v);
@@ -99,7 +100,7 @@ static void nvmet_mdev_dbbuf_off(struct nvmet_mdev_ctrl *ctrl, bool copy)
 	if (!dp->sdb)
 		return;
 	if (copy)
-		for (i = 2; i < nvmet_mdev_dbbuf_slots(dp); i++)
+		for (i = nvmet_mdev_sq_db_idx(1); i < nvmet_mdev_dbbuf_slots(dp); i++)
 			WRITE_ONCE(ctrl->db[i], READ_ONCE(dp->sdb[i]));
 	WRITE_ONCE(dp->sdb, NULL);
 	WRITE_ONCE(dp->eidx, NULL);

@@ -95,7 +95,7 @@ static void nvmet_mdev_pci_init_pm(struct nvmet_mdev_pci *pci)
 	cfg_set8(pci, pos + PCI_CAP_LIST_ID, PCI_CAP_ID_PM, 0);
 	cfg_set8(pci, pos + PCI_CAP_LIST_NEXT, NVMET_MDEV_CAP_MSIX, 0);
 	/* Version 3 (PCI PM 1.2), D0 and D3hot only, no PME. */
-	cfg_set16(pci, pos + PCI_PM_PMC, 3, 0);
+	cfg_set16(pci, pos + PCI_PM_PMC, FIELD_PREP(PCI_PM_CAP_VER_MASK, 3), 0);
 	/* D0, No_Soft_Reset = 0: D3hot -> D0 resets the function. */
 	cfg_set16(pci, pos + PCI_PM_CTRL, 0, PCI_PM_CTRL_STATE_MASK);
 }
@@ -121,7 +121,8 @@ static void nvmet_mdev_pci_init_exp(struct nvmet_mdev_pci *pci)
 	cfg_set8(pci, pos + PCI_CAP_LIST_ID, PCI_CAP_ID_EXP, 0);
 	cfg_set8(pci, pos + PCI_CAP_LIST_NEXT, 0, 0);
 	cfg_set16(pci, pos + PCI_EXP_FLAGS,
-		  2 | (PCI_EXP_TYPE_ENDPOINT << 4), 0);
+		  FIELD_PREP(PCI_EXP_FLAGS_VERS, 2) |
+		  FIELD_PREP(PCI_EXP_FLAGS_TYPE, PCI_EXP_TYPE_ENDPOINT), 0);
 	/* 128 byte max payload, role based error reporting, FLR. */
 	cfg_set32(pci, pos + PCI_EXP_DEVCAP,
 		  PCI_EXP_DEVCAP_RBER | PCI_EXP_DEVCAP_FLR, 0);
@@ -131,7 +132,7 @@ static void nvmet_mdev_pci_init_exp(struct nvmet_mdev_pci *pci)
 	 * FLR is handled on write and reads as zero.
 	 */
 	cfg_set16(pci, pos + PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_RELAX_EN |
-		  PCI_EXP_DEVCTL_NOSNOOP_EN | (2 << 12),
+		  PCI_EXP_DEVCTL_NOSNOOP_EN | PCI_EXP_DEVCTL_READRQ_512B,
 		  PCI_EXP_DEVCTL_CERE | PCI_EXP_DEVCTL_NFERE |
 		  PCI_EXP_DEVCTL_FERE | PCI_EXP_DEVCTL_URRE |
 		  PCI_EXP_DEVCTL_RELAX_EN | PCI_EXP_DEVCTL_PAYLOAD |
@@ -140,12 +141,12 @@ static void nvmet_mdev_pci_init_exp(struct nvmet_mdev_pci *pci)
 	cfg_set16(pci, pos + PCI_EXP_DEVSTA, 0, 0);
 	/* An 8 GT/s x4 link, trained. */
 	cfg_set32(pci, pos + PCI_EXP_LNKCAP, PCI_EXP_LNKCAP_SLS_8_0GB |
-		  (4 << 4), 0);
+		  FIELD_PREP(PCI_EXP_LNKCAP_MLW, 4), 0);
 	cfg_set16(pci, pos + PCI_EXP_LNKCTL, 0,
 		  PCI_EXP_LNKCTL_ASPMC | PCI_EXP_LNKCTL_RCB |
 		  PCI_EXP_LNKCTL_CCC | PCI_EXP_LNKCTL_ES);
 	cfg_set16(pci, pos + PCI_EXP_LNKSTA, PCI_EXP_LNKSTA_CLS_8_0GB |
-		  (4 << PCI_EXP_LNKSTA_NLW_SHIFT), 0);
+		  PCI_EXP_LNKSTA_NLW_X4, 0);
 	cfg_set32(pci, pos + PCI_EXP_DEVCAP2, PCI_EXP_DEVCAP2_COMP_TMOUT_DIS, 0);
 	cfg_set16(pci, pos + PCI_EXP_DEVCTL2, 0, PCI_EXP_DEVCTL2_COMP_TMOUT_DIS);
 	cfg_set32(pci, pos + PCI_EXP_LNKCAP2, PCI_EXP_LNKCAP2_SLS_2_5GB |

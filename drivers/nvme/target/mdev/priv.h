@@ -20,6 +20,7 @@
 #ifndef _NVMET_MDEV_PRIV_H
 #define _NVMET_MDEV_PRIV_H
 
+#include <linux/bitfield.h>
 #include <linux/mdev.h>
 #include <linux/mutex.h>
 #include <linux/nvme.h>
@@ -35,6 +36,13 @@ struct nvmet_mdev_ctrl;
 struct nvmet_mdev_sq;
 struct nvmet_mdev_cq;
 struct nvmet_mdev_dp;
+
+/* The memory page size: CAP.MPSMIN = CAP.MPSMAX = 0, so CC.MPS is 4 KiB. */
+#define NVMET_MDEV_MPS		SZ_4K
+
+/* Admin Queue Attributes: the queue sizes, 0's based. */
+#define NVMET_MDEV_AQA_ASQS	GENMASK(11, 0)
+#define NVMET_MDEV_AQA_ACQS	GENMASK(27, 16)
 
 /* ------------------------------------------------------------------ */
 /* port.c: one mdev parent per nvmet port with addr_trtype "mdev"      */

@@ -23,11 +23,13 @@
 
 #include "datapath.h"
 
-#define NVME_MPS		SZ_4K
-#define NVME_MPS_MASK		(NVME_MPS - 1)
-
-/* Descriptors read from a segment at a time. */
+/* Descriptors read from a segment, and PRP entries from a list, at a time. */
 #define SGL_BATCH		16
+#define PRP_BATCH		32
+
+/* An SGL descriptor's type (high nibble) and subtype (low nibble). */
+#define SGL_DESC_TYPE		GENMASK(7, 4)
+#define SGL_DESC_SUBTYPE	GENMASK(3, 0)
 
 struct nvmet_mdev_sgb {
 	struct nvmet_mdev_iod	*iod;
@@ -99,16 +101,16 @@ static u16 nvmet_mdev_map_prps(struct nvmet_mdev_iod *iod, size_t len)
 	u64 prp1 = le64_to_cpu(iod->cmd.common.dptr.prp1);
 	u64 prp2 = le64_to_cpu(iod->cmd.common.dptr.prp2);
 	struct nvmet_mdev_sgb b = { .iod = iod };
-	__le64 batch[SGL_BATCH * 2];
+	__le64 batch[PRP_BATCH];
 	unsigned int npages, left, avail, n, i;
 	u32 first;
 	u64 prp;
 
-	if (prp1 & 3)
+	if (!IS_ALIGNED(prp1, 4))
 		return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
 
-	first = min_t(size_t, len, NVME_MPS - (prp1 & NVME_MPS_MASK));
-	npages = 1 + DIV_ROUND_UP(len - first, NVME_MPS);
+	first = min_t(size_t, len, NVMET_MDEV_MPS - prp1 % NVMET_MDEV_MPS);
+	npages = 1 + DIV_ROUND_UP(len - first, NVMET_MDEV_MPS);
 
 	/* Host pages are at least 4 KiB: one sg entry per PRP at most. */
 	if (nvmet_mdev_sg_alloc(iod, npages))
@@ -123,7 +125,7 @@ static u16 nvmet_mdev_map_prps(struct nvmet_mdev_iod *iod, size_t len)
 
 	if (left == 1) {
 		/* PRP2 is the second data page. */
-		if (prp2 & NVME_MPS_MASK)
+		if (!IS_ALIGNED(prp2, NVMET_MDEV_MPS))
 			return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
 		if (nvmet_mdev_sg_add_range(&b, prp2, len))
 			goto xfer_error;
@@ -131,10 +133,11 @@ static u16 nvmet_mdev_map_prps(struct nvmet_mdev_iod *iod, size_t len)
 	}
 
 	/* PRP2 points to a PRP list. */
-	if (prp2 & 7)
+	if (!IS_ALIGNED(prp2, 8))
 		return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
 	while (left) {
-		avail = (NVME_MPS - (prp2 & NVME_MPS_MASK)) / sizeof(__le64);
+		avail = (NVMET_MDEV_MPS - prp2 % NVMET_MDEV_MPS) /
+			sizeof(__le64);
 		/* The last entry of a full list page chains to the next one. */
 		n = left > avail ? avail - 1 : left;
 		for (i = 0; i < n; i++) {
@@ -145,13 +148,14 @@ static u16 nvmet_mdev_map_prps(struct nvmet_mdev_iod *iod, size_t len)
 						  sizeof(__le64)))
 				goto xfer_error;
 			prp = le64_to_cpu(batch[i % ARRAY_SIZE(batch)]);
-			if (prp & NVME_MPS_MASK)
+			if (!IS_ALIGNED(prp, NVMET_MDEV_MPS))
 				return NVME_SC_PRP_INVALID_OFFSET |
 					NVME_STATUS_DNR;
 			if (nvmet_mdev_sg_add_range(&b, prp,
-						    min_t(size_t, len, NVME_MPS)))
+						    min_t(size_t, len,
+							  NVMET_MDEV_MPS)))
 				goto xfer_error;
-			len -= min_t(size_t, len, NVME_MPS);
+			len -= min_t(size_t, len, NVMET_MDEV_MPS);
 		}
 		left -= n;
 		if (!left)
@@ -162,7 +166,7 @@ static u16 nvmet_mdev_map_prps(struct nvmet_mdev_iod *iod, size_t len)
 					  batch, sizeof(__le64)))
 			goto xfer_error;
 		prp2 = le64_to_cpu(batch[0]);
-		if (prp2 & NVME_MPS_MASK)
+		if (!IS_ALIGNED(prp2, NVMET_MDEV_MPS))
 			return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
 	}
 
@@ -194,8 +198,8 @@ static u16 nvmet_mdev_sgl_collect(struct nvmet_mdev_iod *iod, size_t len,
 	u8 type;
 
 	for (;;) {
-		type = seg.type >> 4;
-		if ((seg.type & 0xf) != NVME_SGL_FMT_ADDRESS)
+		type = FIELD_GET(SGL_DESC_TYPE, seg.type);
+		if (FIELD_GET(SGL_DESC_SUBTYPE, seg.type) != NVME_SGL_FMT_ADDRESS)
 			return NVME_SC_SGL_INVALID_TYPE | NVME_STATUS_DNR;
 
 		if (type == NVME_SGL_FMT_DATA_DESC && !in_segment) {
@@ -227,9 +231,10 @@ static u16 nvmet_mdev_sgl_collect(struct nvmet_mdev_iod *iod, size_t len,
 							batch, sizeof(seg) *
 							min(nseg - i, SGL_BATCH)))
 				return NVME_SC_DATA_XFER_ERROR;
-			type = batch[k].type >> 4;
+			type = FIELD_GET(SGL_DESC_TYPE, batch[k].type);
 			if (type == NVME_SGL_FMT_DATA_DESC) {
-				if ((batch[k].type & 0xf) != NVME_SGL_FMT_ADDRESS)
+				if (FIELD_GET(SGL_DESC_SUBTYPE, batch[k].type) !=
+				    NVME_SGL_FMT_ADDRESS)
 					return NVME_SC_SGL_INVALID_TYPE |
 						NVME_STATUS_DNR;
 				if (nd >= NVMET_MDEV_MAX_SGL_DESCS)
@@ -267,7 +272,7 @@ check:
 	if (total != len)
 		return NVME_SC_SGL_INVALID_DATA | NVME_STATUS_DNR;
 	/* Identify reports dword alignment and granularity (SGLS = 10b). */
-	if (gran & 3)
+	if (!IS_ALIGNED(gran, 4))
 		return NVME_SC_SGL_INVALID_GRANULARITY | NVME_STATUS_DNR;
 
 	*nr_descs = nd;

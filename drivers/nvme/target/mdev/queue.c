@@ -689,6 +689,9 @@ static void nvmet_mdev_cq_post(struct nvmet_mdev_cq *cq,
 #define NVMET_MDEV_GROW_SHIFT_MAX	8
 #define NVMET_MDEV_TRAP_EVERY		16
 
+/* Interrupt Coalescing's Aggregation Time counts 100 microsecond units. */
+#define NVMET_MDEV_COALESCE_TIME_US	100
+
 /* The most completions @cq holds. */
 static unsigned int nvmet_mdev_cq_hold_max(struct nvmet_mdev_cq *cq)
 {
@@ -830,7 +833,8 @@ static bool nvmet_mdev_cq_irq_needed(struct nvmet_mdev_cq *cq, unsigned int n)
 		return true;
 	}
 	if (!cq->nr_coalesced)
-		hrtimer_start(&cq->coalesce_timer, us_to_ktime(time * 100),
+		hrtimer_start(&cq->coalesce_timer,
+			      us_to_ktime(time * NVMET_MDEV_COALESCE_TIME_US),
 			      HRTIMER_MODE_REL);
 	cq->nr_coalesced += n;
 	return false;
@@ -1449,7 +1453,7 @@ u16 nvmet_mdev_create_cq(struct nvmet_ctrl *tctrl, u16 cqid, u16 flags,
 		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
 	if (!qsize || qsize > dp->mqes)
 		return NVME_SC_QUEUE_SIZE | NVME_STATUS_DNR;
-	if (prp1 & (SZ_4K - 1))
+	if (!IS_ALIGNED(prp1, NVMET_MDEV_MPS))
 		return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
 	if (ien && !nvmet_mdev_irq_vector_valid(ctrl, vector))
 		return NVME_SC_INVALID_VECTOR | NVME_STATUS_DNR;
@@ -1528,7 +1532,7 @@ u16 nvmet_mdev_create_sq(struct nvmet_ctrl *tctrl, u16 sqid, u16 cqid,
 		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
 	if (!qsize || qsize > dp->mqes)
 		return NVME_SC_QUEUE_SIZE | NVME_STATUS_DNR;
-	if (prp1 & (SZ_4K - 1))
+	if (!IS_ALIGNED(prp1, NVMET_MDEV_MPS))
 		return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
 
 	sq = nvmet_mdev_sq_alloc(ctrl, sqid, qsize + 1, prp1, cq);
@@ -1598,7 +1602,7 @@ int nvmet_mdev_start_admin(struct nvmet_mdev_ctrl *ctrl)
 	int ret = -ENOMEM;
 
 	lockdep_assert_held(&ctrl->lock);
-	cq = nvmet_mdev_cq_alloc(ctrl, 0, ((aqa >> 16) & 0xfff) + 1,
+	cq = nvmet_mdev_cq_alloc(ctrl, 0, FIELD_GET(NVMET_MDEV_AQA_ACQS, aqa) + 1,
 				 ctrl->regs.acq, 0, true);
 	if (!cq)
 		return -ENOMEM;
@@ -1610,7 +1614,8 @@ int nvmet_mdev_start_admin(struct nvmet_mdev_ctrl *ctrl)
 	rcu_assign_pointer(dp->cqs[0], cq);
 	mutex_unlock(&dp->qlock);
 
-	sq = nvmet_mdev_sq_alloc(ctrl, 0, (aqa & 0xfff) + 1, ctrl->regs.asq,
+	sq = nvmet_mdev_sq_alloc(ctrl, 0, FIELD_GET(NVMET_MDEV_AQA_ASQS, aqa) + 1,
+				 ctrl->regs.asq,
 				 cq);
 	if (!sq)
 		goto free_cq;

@@ -161,10 +161,10 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 	if (count == 8) {
 		switch (off) {
 		case NVME_REG_ASQ:
-			ctrl->regs.asq = val & ~(u64)(SZ_4K - 1);
+			ctrl->regs.asq = ALIGN_DOWN(val, NVMET_MDEV_MPS);
 			break;
 		case NVME_REG_ACQ:
-			ctrl->regs.acq = val & ~(u64)(SZ_4K - 1);
+			ctrl->regs.acq = ALIGN_DOWN(val, NVMET_MDEV_MPS);
 			break;
 		}
 		return 0;
@@ -183,18 +183,18 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 		nvmet_mdev_write_cc(ctrl, val);
 		break;
 	case NVME_REG_AQA:
-		ctrl->regs.aqa = val & 0x0fff0fff;
+		ctrl->regs.aqa = val & (NVMET_MDEV_AQA_ASQS | NVMET_MDEV_AQA_ACQS);
 		break;
 	case NVME_REG_ASQ:
 		ctrl->regs.asq = (ctrl->regs.asq & ~(u64)U32_MAX) |
-			(val & ~(u64)(SZ_4K - 1));
+			ALIGN_DOWN(val, NVMET_MDEV_MPS);
 		break;
 	case NVME_REG_ASQ + 4:
 		ctrl->regs.asq = (u32)ctrl->regs.asq | val << 32;
 		break;
 	case NVME_REG_ACQ:
 		ctrl->regs.acq = (ctrl->regs.acq & ~(u64)U32_MAX) |
-			(val & ~(u64)(SZ_4K - 1));
+			ALIGN_DOWN(val, NVMET_MDEV_MPS);
 		break;
 	case NVME_REG_ACQ + 4:
 		ctrl->regs.acq = (u32)ctrl->regs.acq | val << 32;
