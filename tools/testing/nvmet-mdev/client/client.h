@@ -99,7 +99,9 @@ static inline void __client_open(struct __test_metadata *_metadata,
 	const char *uuid = vfio_env_uuid();
 
 	memset(c, 0, sizeof(*c));
-	c->dev.device_fd = c->dev.group_fd = c->dev.container_fd = -1;
+	c->dev.device_fd = -1;
+	c->dev.group_fd = -1;
+	c->dev.container_fd = -1;
 	c->dev.iommufd = -1;
 	if (!uuid || !*uuid)
 		SKIP(return, "NVMET_MDEV_UUID is not set");
@@ -131,8 +133,10 @@ static inline void client_close(struct client *c)
 } while (0)
 
 #define CLIENT_BRINGUP(c, nr_io, depth, irqs) do {			\
-	CLIENT_OPEN(c);							\
-	ASSERT_EQ(0, nvme_bringup(&(c)->ctrl, CLIENT_AQ_DEPTH, (nr_io),	\
+	struct client *__c = (c);					\
+									\
+	CLIENT_OPEN(__c);						\
+	ASSERT_EQ(0, nvme_bringup(&__c->ctrl, CLIENT_AQ_DEPTH, (nr_io),	\
 				  (depth), (irqs)));			\
 } while (0)
 
@@ -140,7 +144,9 @@ static inline void client_close(struct client *c)
  * Status checks.  They expand to a harness EXPECT/ASSERT, so an optional
  * { TH_LOG(...); } block may follow, and print the status by name when
  * they fail.  Never put a bare { block } right after any EXPECT_*():
- * the harness takes it as the failure handler.
+ * the harness takes it as the failure handler.  And an EXPECT_*() or
+ * ASSERT_*() is two statements (the check and the handler's loop): as the
+ * body of an if, else or loop it takes braces, even alone.
  */
 static inline int __status_check(int status, int expected)
 {

@@ -51,12 +51,12 @@
 #define FUZZ_DEPTH	32
 #define FUZZ_BATCH	8
 #define FUZZ_MAX_LBAS	2048	/* verified region */
-#define FUZZ_BUF	(1u << 20)
+#define FUZZ_BUF	SZ_1M
 #define FUZZ_TIMEOUT_MS	10000
 #define FUZZ_SLOTS	(FUZZ_QUEUES * FUZZ_DEPTH)
 
 /* IOVA sweeps: distinct 2 MiB chunks far above any RAM. */
-#define FUZZ_VOID_BASE	(1ull << 45)
+#define FUZZ_VOID_BASE	BIT_ULL(45)
 #define FUZZ_CHUNK	(2ull << 20)
 /* The last sweep before the memory budget: 32 MiB of chunk arrays if kept. */
 #define FUZZ_FINAL_SWEEP 8192
@@ -360,12 +360,12 @@ static void mutate(struct fuzz *f, struct nvme_sqe *sqe, bool admin)
 			break;
 		}
 		case 2:
-			sqe->nsid = (uint32_t[]){ 0, 0xffffffff, 0xfffffffe,
-						  f->ctrl->nsid + 1 }[rnd(f, 4)];
+			sqe->nsid = ((uint32_t[]){ 0, 0xffffffff, 0xfffffffe,
+						   f->ctrl->nsid + 1 })[rnd(f, 4)];
 			break;
 		case 3: {	/* boundary LBAs */
-			uint64_t lba = (uint64_t[]){ f->ctrl->nsze - 1,
-				f->ctrl->nsze, ~0ull, 1ull << 32 }[rnd(f, 4)];
+			uint64_t lba = ((uint64_t[]){ f->ctrl->nsze - 1,
+				f->ctrl->nsze, ~0ull, 1ull << 32 })[rnd(f, 4)];
 
 			sqe->cdw10 = (uint32_t)lba;
 			sqe->cdw11 = (uint32_t)(lba >> 32);
@@ -373,16 +373,17 @@ static void mutate(struct fuzz *f, struct nvme_sqe *sqe, bool admin)
 		}
 		case 4:		/* NLB: 0's based, big */
 			sqe->cdw12 = (sqe->cdw12 & ~0xffffu) |
-				(uint32_t[]){ 0xffff, 0x7fff, f->max_nlb,
-					      (f->ctrl->mdts_bytes >> f->ctrl->lba_shift) }[rnd(f, 4)];
+				((uint32_t[]){ 0xffff, 0x7fff, f->max_nlb,
+					       (f->ctrl->mdts_bytes >>
+						f->ctrl->lba_shift) })[rnd(f, 4)];
 			break;
 		case 5:		/* PRP1 into the void / unaligned / zero */
-			sqe->prp1 = (uint64_t[]){ 0, 1, nvme_iova_hole(f->ctrl, 4096),
-				f->data.iova + 2, rng_next(&f->rng) }[rnd(f, 5)];
+			sqe->prp1 = ((uint64_t[]){ 0, 1, nvme_iova_hole(f->ctrl, 4096),
+				f->data.iova + 2, rng_next(&f->rng) })[rnd(f, 5)];
 			break;
 		case 6:		/* PRP2 likewise */
-			sqe->prp2 = (uint64_t[]){ 0, 8, nvme_iova_hole(f->ctrl, 4096),
-				f->data.iova + 0x804, rng_next(&f->rng) }[rnd(f, 5)];
+			sqe->prp2 = ((uint64_t[]){ 0, 8, nvme_iova_hole(f->ctrl, 4096),
+				f->data.iova + 0x804, rng_next(&f->rng) })[rnd(f, 5)];
 			break;
 		case 7: {	/* PRP2 = a list page of garbage */
 			uint64_t iova;
@@ -704,7 +705,7 @@ static void admin_step(struct __test_metadata *_metadata, struct fuzz *f)
 	switch (rnd(f, 4)) {
 	case 0:
 		sqe.opcode = nvme_admin_identify;
-		sqe.cdw10 = (uint8_t[]){ 0, 1, 2, 3, 5, 6, 8 }[rnd(f, 7)];
+		sqe.cdw10 = ((uint8_t[]){ 0, 1, 2, 3, 5, 6, 8 })[rnd(f, 7)];
 		sqe.nsid = sqe.cdw10 == 1 || sqe.cdw10 == 6 ? 0 : ctrl->nsid;
 		if (sqe.cdw10 == 2)
 			sqe.nsid = 0;
@@ -717,7 +718,7 @@ static void admin_step(struct __test_metadata *_metadata, struct fuzz *f)
 			{ NVME_LOG_CHANGED_NS, 4096 }, { NVME_LOG_CMD_EFFECTS, 4096 },
 			{ NVME_LOG_SUPPORTED, 1024 },
 		};
-		unsigned int l = rnd(f, sizeof(logs) / sizeof(logs[0]));
+		unsigned int l = rnd(f, ARRAY_SIZE(logs));
 
 		sqe.opcode = nvme_admin_get_log_page;
 		sqe.nsid = 0xffffffff;
@@ -726,11 +727,11 @@ static void admin_step(struct __test_metadata *_metadata, struct fuzz *f)
 	}
 	case 2:
 		sqe.opcode = nvme_admin_get_features;
-		sqe.cdw10 = (uint8_t[]){ 1, 6, 7, 8, 0x0b }[rnd(f, 5)];
+		sqe.cdw10 = ((uint8_t[]){ 1, 6, 7, 8, 0x0b })[rnd(f, 5)];
 		break;
 	default:
 		sqe.opcode = nvme_admin_set_features;
-		sqe.cdw10 = (uint8_t[]){ 1, 8, 0x0b }[rnd(f, 3)];
+		sqe.cdw10 = ((uint8_t[]){ 1, 8, 0x0b })[rnd(f, 3)];
 		sqe.cdw11 = sqe.cdw10 == 0x0b ? 0 : (uint32_t)rnd(f, 1u << 16);
 		break;
 	}
@@ -827,7 +828,7 @@ static void poke_step(struct fuzz *f)
 	for (i = 0; i < n; i++) {
 		switch (rnd(f, 3)) {
 		case 0: {
-			uint32_t off = regs[rnd(f, sizeof(regs) / sizeof(regs[0]))];
+			uint32_t off = regs[rnd(f, ARRAY_SIZE(regs))];
 
 			trace(f, "poke register %#x", off);
 			if (off == NVME_REG_NSSR)	/* never "NVMe" */
@@ -1137,7 +1138,7 @@ static void neighbour_unmap_step(struct __test_metadata *_metadata, struct fuzz 
 struct drainer {
 	struct nvme_ctrl *ctrl;
 	uint16_t	cq;
-	volatile bool	stop;
+	bool		stop;		/* READ_ONCE()/WRITE_ONCE() */
 	unsigned long	reaped;
 };
 
@@ -1146,7 +1147,7 @@ static void *drain_cq(void *arg)
 	struct drainer *d = arg;
 	struct nvme_cqe cqe;
 
-	while (!d->stop) {
+	while (!READ_ONCE(d->stop)) {
 		if (nvme_cq_pending(d->ctrl, d->cq) &&
 		    !nvme_cq_poll(d->ctrl, d->cq, &cqe, 0))
 			d->reaped++;
@@ -1214,7 +1215,7 @@ static void shared_cq_delete_step(struct __test_metadata *_metadata, struct fuzz
 	}
 	EXPECT_OK(nvme_delete_sq(ctrl, 2));
 	usleep(2000);
-	d.stop = true;
+	WRITE_ONCE(d.stop, true);
 	pthread_join(t, NULL);
 	EXPECT_OK(nvme_delete_cq(ctrl, 1));
 	f->cmds += 2;
@@ -1265,7 +1266,8 @@ static void top_iova_step(struct __test_metadata *_metadata, struct fuzz *f)
 				     .size = NVME_PAGE_SIZE };
 	memset(cq->mem.va, 0, NVME_PAGE_SIZE);
 	cq->depth = depth;
-	cq->head = cq->tail = 0;
+	cq->head = 0;
+	cq->tail = 0;
 	cq->phase = 1;
 	cq->irq = true;
 	cq->vector = ctrl->nr_vectors ? q % ctrl->nr_vectors : 0;
@@ -1459,10 +1461,20 @@ TEST_F_TIMEOUT(fuzz, mixed, fuzz_timeout())
 	TH_LOG("seed %llu: time (ms): I/O %llu, admin %llu, writes %llu, disruptive actions (count/ms) %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu",
 	       (unsigned long long)f->seed, (unsigned long long)f->ms_io,
 	       (unsigned long long)f->ms_admin, (unsigned long long)f->ms_poke,
-#define D(i) f->nr_disrupt[i], (unsigned long long)f->ms_disrupt[i]
-	       D(0), D(1), D(2), D(3), D(4), D(5), D(6), D(7), D(8), D(9),
-	       D(10), D(11), D(12), D(13));
-#undef D
+	       f->nr_disrupt[0], (unsigned long long)f->ms_disrupt[0],
+	       f->nr_disrupt[1], (unsigned long long)f->ms_disrupt[1],
+	       f->nr_disrupt[2], (unsigned long long)f->ms_disrupt[2],
+	       f->nr_disrupt[3], (unsigned long long)f->ms_disrupt[3],
+	       f->nr_disrupt[4], (unsigned long long)f->ms_disrupt[4],
+	       f->nr_disrupt[5], (unsigned long long)f->ms_disrupt[5],
+	       f->nr_disrupt[6], (unsigned long long)f->ms_disrupt[6],
+	       f->nr_disrupt[7], (unsigned long long)f->ms_disrupt[7],
+	       f->nr_disrupt[8], (unsigned long long)f->ms_disrupt[8],
+	       f->nr_disrupt[9], (unsigned long long)f->ms_disrupt[9],
+	       f->nr_disrupt[10], (unsigned long long)f->ms_disrupt[10],
+	       f->nr_disrupt[11], (unsigned long long)f->ms_disrupt[11],
+	       f->nr_disrupt[12], (unsigned long long)f->ms_disrupt[12],
+	       f->nr_disrupt[13], (unsigned long long)f->ms_disrupt[13]);
 	TH_LOG("totals: %lu commands, %lu writes, %llu ms",
 	       f->cmds, fuzz_writes(f), (unsigned long long)ms);
 	/* With NVMET_MDEV_FUZZ_KEEP_GOING=1 the host budgets are measured anyway. */

@@ -24,12 +24,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* As in the kernel; this tool includes none of the client's headers. */
+#ifndef BIT_ULL
+#define BIT_ULL(nr)	(1ULL << (nr))
+#endif
+
 #define BLOCK		4096
 #define BUF_SIZE	(64u << 20)
 #define NR_BLOCKS	16
 #define PFN_MASK	((1ull << 55) - 1)
-#define PAGE_PRESENT	(1ull << 63)
-#define FOUR_GIB	(1ull << 32)
+#define PAGE_PRESENT	BIT_ULL(63)
+#define FOUR_GIB	BIT_ULL(32)
 
 static uint64_t phys_of(int pm, const void *va)
 {

@@ -29,7 +29,8 @@
 struct host_snap {
 	uint64_t mem_available_kb;	/* /proc/meminfo MemAvailable */
 	uint64_t slab_unreclaim_kb;	/* /proc/meminfo SUnreclaim */
-	uint64_t kmalloc_kb;		/* sum over /proc/slabinfo kmalloc-* caches: active_objs * objsize / 1024 */
+	/* sum over /proc/slabinfo kmalloc-* caches: active_objs * objsize / 1024 */
+	uint64_t kmalloc_kb;
 	uint64_t mdev_thread_cpu_ms;	/* utime+stime of the nvmet-mdev threads */
 	uint64_t kmsg_seq;		/* kernel log records logged so far (newest seq + 1) */
 	uint64_t vm_locked_kb;		/* this process's VmLck (/proc/self/status) */

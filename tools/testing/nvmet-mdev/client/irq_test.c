@@ -284,6 +284,7 @@ TEST_F(irq, msix_disabled)
 	/* All vectors off: completions still post; then back on. */
 	ASSERT_EQ(0, vfio_irq_disable(dev, VFIO_PCI_MSIX_IRQ_INDEX));
 	for (i = 0; i < 10; i++) {
+		/* Keep the braces: a harness check is two statements. */
 		ASSERT_OK(one_io(ctrl, &self->buf, 1 + i % ctrl->nr_io_queues));
 	}
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
@@ -323,6 +324,7 @@ TEST_F(irq, set_irqs_mask_and_trigger)
 			       VFIO_IRQ_SET_ACTION_TRIGGER,
 			       VFIO_PCI_MSIX_IRQ_INDEX, 1, 1, NULL, 0);
 	if (ret == 0) {
+		/* Keep the braces: a harness check is two statements. */
 		EXPECT_GE(client_irq_wait(ctrl, 1), 1);
 	} else {
 		EXPECT_EQ(-EINVAL, ret);
@@ -402,6 +404,7 @@ TEST_F(irq, eventfd_closed_while_wired)
 	}
 	ASSERT_OK(nvme_identify(ctrl, NVME_ID_CNS_CTRL, 0, 0, NULL));
 	if (ctrl->nsid) {
+		/* Keep the braces: a harness check is two statements. */
 		ASSERT_OK(one_io(ctrl, &self->buf, 1));
 	}
 }

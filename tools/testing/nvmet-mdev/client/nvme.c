@@ -146,24 +146,24 @@ static void ring(struct nvme_ctrl *ctrl, uint16_t qid, bool cq, uint32_t val)
 	/* SQ entries / consumed CQ entries must be visible first. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (ctrl->dbbuf_on && qid && idx < NVME_PAGE_SIZE / 4) {
-		volatile uint32_t *shadow = ctrl->dbbuf_db.va;
-		volatile uint32_t *ei = ctrl->dbbuf_ei.va;
-		uint32_t old = shadow[idx];
+		uint32_t *shadow = ctrl->dbbuf_db.va;
+		uint32_t *ei = ctrl->dbbuf_ei.va;
+		uint32_t old = READ_ONCE(shadow[idx]);
 		bool force = idx < 2 * NVME_MAX_QUEUES && ctrl->dbbuf_force[idx];
 
-		shadow[idx] = val;
+		WRITE_ONCE(shadow[idx], val);
 		/* The shadow write before the EventIdx read (Linux: mb()). */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (force)
+		if (force) {
 			ctrl->dbbuf_force[idx] = false;
-		else if (!nvme_dbbuf_need_event(ei[idx], val, old)) {
+		} else if (!nvme_dbbuf_need_event(READ_ONCE(ei[idx]), val, old)) {
 			ctrl->dbbuf_skipped++;
 			return;
 		}
 		ctrl->dbbuf_mmio++;
 	}
 	if (ctrl->db)
-		ctrl->db[idx] = val;
+		WRITE_ONCE(ctrl->db[idx], val);
 	else
 		nvme_write32(ctrl, off, val);
 }
@@ -228,9 +228,8 @@ int nvme_ctrl_init(struct nvme_ctrl *ctrl, struct vfio_dev *dev)
 	if (!dbmode || strcmp(dbmode, "pwrite")) {
 		if (vfio_region_mmap_ok(dev, VFIO_PCI_BAR0_REGION_INDEX,
 					NVME_REG_DBS, NVME_PAGE_SIZE)) {
-			ctrl->db_map = vfio_region_mmap(dev,
-						VFIO_PCI_BAR0_REGION_INDEX,
-						NVME_REG_DBS, NVME_PAGE_SIZE);
+			ctrl->db_map = vfio_region_mmap(dev, VFIO_PCI_BAR0_REGION_INDEX,
+							NVME_REG_DBS, NVME_PAGE_SIZE);
 			if (ctrl->db_map) {
 				ctrl->db_map_len = NVME_PAGE_SIZE;
 				ctrl->db = ctrl->db_map;
@@ -342,7 +341,8 @@ static int alloc_queue(struct nvme_ctrl *ctrl, struct nvme_queue *q,
 	}
 	memset(q->mem.va, 0, q->mem.size);
 	q->depth = depth;
-	q->head = q->tail = 0;
+	q->head = 0;
+	q->tail = 0;
 	q->phase = 1;
 	return 0;
 }
@@ -377,7 +377,8 @@ int nvme_enable_cc(struct nvme_ctrl *ctrl, uint16_t depth, uint32_t cc)
 	ret = nvme_wait_ready(ctrl, true);
 	if (ret)
 		return ret;
-	ctrl->sq[0].live = ctrl->cq[0].live = true;
+	ctrl->cq[0].live = true;
+	ctrl->sq[0].live = true;
 	return 0;
 }
 
@@ -436,9 +437,10 @@ uint16_t nvme_submit(struct nvme_ctrl *ctrl, uint16_t qid, struct nvme_sqe *sqe)
 	return cid;
 }
 
-static volatile struct nvme_cqe *cq_slot(struct nvme_queue *cq)
+/* The CQE at the head: the device writes it, read its fields with READ_ONCE(). */
+static struct nvme_cqe *cq_slot(struct nvme_queue *cq)
 {
-	return (volatile struct nvme_cqe *)cq->mem.va + cq->head;
+	return (struct nvme_cqe *)cq->mem.va + cq->head;
 }
 
 bool nvme_cq_pending(struct nvme_ctrl *ctrl, uint16_t cqid)
@@ -447,7 +449,7 @@ bool nvme_cq_pending(struct nvme_ctrl *ctrl, uint16_t cqid)
 
 	if (!cq->mem.va)
 		return false;
-	return (cq_slot(cq)->status & 1) == cq->phase;
+	return (READ_ONCE(cq_slot(cq)->status) & 1) == cq->phase;
 }
 
 int nvme_cq_poll(struct nvme_ctrl *ctrl, uint16_t cqid, struct nvme_cqe *cqe,
@@ -460,16 +462,16 @@ int nvme_cq_poll(struct nvme_ctrl *ctrl, uint16_t cqid, struct nvme_cqe *cqe,
 	if (!cq->mem.va)
 		return -EINVAL;
 	for (;;) {
-		volatile struct nvme_cqe *e = cq_slot(cq);
+		struct nvme_cqe *e = cq_slot(cq);
 
-		if ((e->status & 1) == cq->phase) {
+		if ((READ_ONCE(e->status) & 1) == cq->phase) {
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			cqe->result = e->result;
-			cqe->dw1 = e->dw1;
-			cqe->sq_head = e->sq_head;
-			cqe->sq_id = e->sq_id;
-			cqe->cid = e->cid;
-			cqe->status = e->status;
+			cqe->result = READ_ONCE(e->result);
+			cqe->dw1 = READ_ONCE(e->dw1);
+			cqe->sq_head = READ_ONCE(e->sq_head);
+			cqe->sq_id = READ_ONCE(e->sq_id);
+			cqe->cid = READ_ONCE(e->cid);
+			cqe->status = READ_ONCE(e->status);
 			if (++cq->head == cq->depth) {
 				cq->head = 0;
 				cq->phase ^= 1;
@@ -518,7 +520,8 @@ int nvme_exec_timeout(struct nvme_ctrl *ctrl, uint16_t qid,
 			return ret;
 		if (cqe->cid == cid && cqe->sq_id == qid)
 			return cqe->status >> 1;
-		fprintf(stderr, "nvme: stray completion sq %u cid %u status %#x (waiting for sq %u cid %u)\n",
+		fprintf(stderr,
+			"nvme: stray completion sq %u cid %u status %#x (waiting for sq %u cid %u)\n",
 			cqe->sq_id, cqe->cid, cqe->status >> 1, qid, cid);
 	}
 }
@@ -653,7 +656,8 @@ int nvme_dbbuf_config(struct nvme_ctrl *ctrl)
 	ret = nvme_admin(ctrl, &sqe, NULL);
 	if (ret == 0) {
 		ctrl->dbbuf_on = true;
-		ctrl->dbbuf_mmio = ctrl->dbbuf_skipped = 0;
+		ctrl->dbbuf_mmio = 0;
+		ctrl->dbbuf_skipped = 0;
 	}
 	return ret;
 }
@@ -1066,49 +1070,135 @@ const char *nvme_status_str(int status)
 		return buf;
 	}
 	switch (status & NVME_SC_MASK) {
-	case NVME_SC_SUCCESS: name = "SUCCESS"; break;
-	case NVME_SC_INVALID_OPCODE: name = "INVALID_OPCODE"; break;
-	case NVME_SC_INVALID_FIELD: name = "INVALID_FIELD"; break;
-	case NVME_SC_CMDID_CONFLICT: name = "CMDID_CONFLICT"; break;
-	case NVME_SC_DATA_XFER_ERROR: name = "DATA_XFER_ERROR"; break;
-	case NVME_SC_INTERNAL: name = "INTERNAL"; break;
-	case NVME_SC_ABORT_REQ: name = "ABORT_REQ"; break;
-	case NVME_SC_ABORT_QUEUE: name = "ABORT_QUEUE"; break;
-	case NVME_SC_INVALID_NS: name = "INVALID_NS"; break;
-	case NVME_SC_CMD_SEQ_ERROR: name = "CMD_SEQ_ERROR"; break;
-	case NVME_SC_SGL_INVALID_LAST: name = "SGL_INVALID_LAST"; break;
-	case NVME_SC_SGL_INVALID_COUNT: name = "SGL_INVALID_COUNT"; break;
-	case NVME_SC_SGL_INVALID_DATA: name = "SGL_INVALID_DATA"; break;
-	case NVME_SC_SGL_INVALID_TYPE: name = "SGL_INVALID_TYPE"; break;
-	case NVME_SC_PRP_INVALID_OFFSET: name = "PRP_INVALID_OFFSET"; break;
-	case NVME_SC_SGL_INVALID_OFFSET: name = "SGL_INVALID_OFFSET"; break;
-	case NVME_SC_KA_TIMEOUT_INVALID: name = "KA_TIMEOUT_INVALID"; break;
-	case NVME_SC_INVALID_IO_CMD_SET: name = "INVALID_IO_CMD_SET"; break;
-	case NVME_SC_LBA_RANGE: name = "LBA_RANGE"; break;
-	case NVME_SC_CAP_EXCEEDED: name = "CAP_EXCEEDED"; break;
-	case NVME_SC_NS_NOT_READY: name = "NS_NOT_READY"; break;
-	case 0x01e: name = "SGL_INVALID_GRANULARITY"; break;
-	case NVME_SC_FUSED_FAIL: name = "FUSED_FAIL"; break;
-	case NVME_SC_FUSED_MISSING: name = "FUSED_MISSING"; break;
-	case NVME_SC_SGL_INVALID_METADATA: name = "SGL_INVALID_METADATA"; break;
-	case NVME_SC_HOST_ID_INCONSIST: name = "HOST_ID_INCONSIST"; break;
-	case NVME_SC_NS_WRITE_PROTECTED: name = "NS_WRITE_PROTECTED"; break;
-	case NVME_SC_ABORT_MISSING: name = "ABORT_MISSING"; break;
-	case NVME_SC_INVALID_FORMAT: name = "INVALID_FORMAT"; break;
-	case NVME_SC_FEATURE_NOT_PER_NS: name = "FEATURE_NOT_PER_NS"; break;
-	case NVME_SC_READ_ONLY: name = "READ_ONLY"; break;
-	case NVME_SC_CQ_INVALID: name = "CQ_INVALID"; break;
-	case NVME_SC_QID_INVALID: name = "QID_INVALID"; break;
-	case NVME_SC_QUEUE_SIZE: name = "QUEUE_SIZE"; break;
-	case NVME_SC_ABORT_LIMIT: name = "ABORT_LIMIT"; break;
-	case NVME_SC_ASYNC_LIMIT: name = "ASYNC_LIMIT"; break;
-	case NVME_SC_INVALID_VECTOR: name = "INVALID_VECTOR"; break;
-	case NVME_SC_INVALID_LOG_PAGE: name = "INVALID_LOG_PAGE"; break;
-	case NVME_SC_INVALID_QUEUE: name = "INVALID_QUEUE"; break;
-	case NVME_SC_FEATURE_NOT_SAVEABLE: name = "FEATURE_NOT_SAVEABLE"; break;
-	case NVME_SC_FEATURE_NOT_CHANGEABLE: name = "FEATURE_NOT_CHANGEABLE"; break;
-	case NVME_SC_CMD_SIZE_LIM_EXCEEDED: name = "CMD_SIZE_LIM_EXCEEDED"; break;
-	default: name = "?"; break;
+	case NVME_SC_SUCCESS:
+		name = "SUCCESS";
+		break;
+	case NVME_SC_INVALID_OPCODE:
+		name = "INVALID_OPCODE";
+		break;
+	case NVME_SC_INVALID_FIELD:
+		name = "INVALID_FIELD";
+		break;
+	case NVME_SC_CMDID_CONFLICT:
+		name = "CMDID_CONFLICT";
+		break;
+	case NVME_SC_DATA_XFER_ERROR:
+		name = "DATA_XFER_ERROR";
+		break;
+	case NVME_SC_INTERNAL:
+		name = "INTERNAL";
+		break;
+	case NVME_SC_ABORT_REQ:
+		name = "ABORT_REQ";
+		break;
+	case NVME_SC_ABORT_QUEUE:
+		name = "ABORT_QUEUE";
+		break;
+	case NVME_SC_INVALID_NS:
+		name = "INVALID_NS";
+		break;
+	case NVME_SC_CMD_SEQ_ERROR:
+		name = "CMD_SEQ_ERROR";
+		break;
+	case NVME_SC_SGL_INVALID_LAST:
+		name = "SGL_INVALID_LAST";
+		break;
+	case NVME_SC_SGL_INVALID_COUNT:
+		name = "SGL_INVALID_COUNT";
+		break;
+	case NVME_SC_SGL_INVALID_DATA:
+		name = "SGL_INVALID_DATA";
+		break;
+	case NVME_SC_SGL_INVALID_TYPE:
+		name = "SGL_INVALID_TYPE";
+		break;
+	case NVME_SC_PRP_INVALID_OFFSET:
+		name = "PRP_INVALID_OFFSET";
+		break;
+	case NVME_SC_SGL_INVALID_OFFSET:
+		name = "SGL_INVALID_OFFSET";
+		break;
+	case NVME_SC_KA_TIMEOUT_INVALID:
+		name = "KA_TIMEOUT_INVALID";
+		break;
+	case NVME_SC_INVALID_IO_CMD_SET:
+		name = "INVALID_IO_CMD_SET";
+		break;
+	case NVME_SC_LBA_RANGE:
+		name = "LBA_RANGE";
+		break;
+	case NVME_SC_CAP_EXCEEDED:
+		name = "CAP_EXCEEDED";
+		break;
+	case NVME_SC_NS_NOT_READY:
+		name = "NS_NOT_READY";
+		break;
+	case 0x01e:
+		name = "SGL_INVALID_GRANULARITY";
+		break;
+	case NVME_SC_FUSED_FAIL:
+		name = "FUSED_FAIL";
+		break;
+	case NVME_SC_FUSED_MISSING:
+		name = "FUSED_MISSING";
+		break;
+	case NVME_SC_SGL_INVALID_METADATA:
+		name = "SGL_INVALID_METADATA";
+		break;
+	case NVME_SC_HOST_ID_INCONSIST:
+		name = "HOST_ID_INCONSIST";
+		break;
+	case NVME_SC_NS_WRITE_PROTECTED:
+		name = "NS_WRITE_PROTECTED";
+		break;
+	case NVME_SC_ABORT_MISSING:
+		name = "ABORT_MISSING";
+		break;
+	case NVME_SC_INVALID_FORMAT:
+		name = "INVALID_FORMAT";
+		break;
+	case NVME_SC_FEATURE_NOT_PER_NS:
+		name = "FEATURE_NOT_PER_NS";
+		break;
+	case NVME_SC_READ_ONLY:
+		name = "READ_ONLY";
+		break;
+	case NVME_SC_CQ_INVALID:
+		name = "CQ_INVALID";
+		break;
+	case NVME_SC_QID_INVALID:
+		name = "QID_INVALID";
+		break;
+	case NVME_SC_QUEUE_SIZE:
+		name = "QUEUE_SIZE";
+		break;
+	case NVME_SC_ABORT_LIMIT:
+		name = "ABORT_LIMIT";
+		break;
+	case NVME_SC_ASYNC_LIMIT:
+		name = "ASYNC_LIMIT";
+		break;
+	case NVME_SC_INVALID_VECTOR:
+		name = "INVALID_VECTOR";
+		break;
+	case NVME_SC_INVALID_LOG_PAGE:
+		name = "INVALID_LOG_PAGE";
+		break;
+	case NVME_SC_INVALID_QUEUE:
+		name = "INVALID_QUEUE";
+		break;
+	case NVME_SC_FEATURE_NOT_SAVEABLE:
+		name = "FEATURE_NOT_SAVEABLE";
+		break;
+	case NVME_SC_FEATURE_NOT_CHANGEABLE:
+		name = "FEATURE_NOT_CHANGEABLE";
+		break;
+	case NVME_SC_CMD_SIZE_LIM_EXCEEDED:
+		name = "CMD_SIZE_LIM_EXCEEDED";
+		break;
+	default:
+		name = "?";
+		break;
 	}
 	snprintf(buf, sizeof(buf), "%#x (%s%s)", status, name,
 		 status & NVME_STATUS_DNR ? ", DNR" : "");

@@ -19,6 +19,37 @@
 
 #include "vfio.h"
 
+/* Kernel idioms, for user space (unless a header included earlier has them). */
+#ifndef BIT
+#define BIT(nr)			(1UL << (nr))
+#endif
+#ifndef BIT_ULL
+#define BIT_ULL(nr)		(1ULL << (nr))
+#endif
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(arr)		(sizeof(arr) / sizeof((arr)[0]))
+#endif
+#ifndef __packed
+#define __packed		__attribute__((__packed__))
+#endif
+
+/*
+ * READ_ONCE()/WRITE_ONCE(): one access of @x, of its width, that the
+ * compiler neither drops, merges, tears nor moves across the other ones,
+ * for memory that another party reads or writes behind its back: the
+ * mmap'ed doorbell page of BAR0, the queue entries and the shadow
+ * doorbell/EventIdx pages the device accesses, flags that other threads
+ * poll.  Scalars only (1, 2, 4 or 8 bytes).  The client's only volatile
+ * is here.
+ */
+#define __ACCESS_ONCE(x)	(*(volatile __typeof__(x) *)&(x))
+#ifndef READ_ONCE
+#define READ_ONCE(x)		__ACCESS_ONCE(x)
+#endif
+#ifndef WRITE_ONCE
+#define WRITE_ONCE(x, val)	((void)(__ACCESS_ONCE(x) = (val)))
+#endif
+
 /* ---- Controller registers (NVMe base spec 2.x, section 3.1) ---- */
 #define NVME_REG_CAP		0x00
 #define NVME_REG_VS		0x08
@@ -50,11 +81,11 @@
 #define NVME_CAP_PMRS(cap)	(((cap) >> 56) & 1)
 #define NVME_CAP_CMBS(cap)	(((cap) >> 57) & 1)
 
-#define NVME_CAP_CSS_NVM	(1 << 0)
-#define NVME_CAP_CSS_CSI	(1 << 6)
-#define NVME_CAP_CSS_NONE	(1 << 7)
+#define NVME_CAP_CSS_NVM	BIT(0)
+#define NVME_CAP_CSS_CSI	BIT(6)
+#define NVME_CAP_CSS_NONE	BIT(7)
 
-#define NVME_CC_EN		(1u << 0)
+#define NVME_CC_EN		BIT(0)
 #define NVME_CC_CSS_SHIFT	4
 #define NVME_CC_CSS_MASK	(7u << 4)
 #define NVME_CC_CSS_NVM		(0u << 4)
@@ -66,7 +97,7 @@
 #define NVME_CC_AMS_MASK	(7u << 11)
 #define NVME_CC_SHN_SHIFT	14
 #define NVME_CC_SHN_MASK	(3u << 14)
-#define NVME_CC_SHN_NORMAL	(1u << 14)
+#define NVME_CC_SHN_NORMAL	BIT(14)
 #define NVME_CC_SHN_ABRUPT	(2u << 14)
 #define NVME_CC_IOSQES_SHIFT	16
 #define NVME_CC_IOSQES_MASK	(0xfu << 16)
@@ -75,14 +106,14 @@
 #define NVME_CC_IOSQES		(6u << 16)	/* 64-byte SQEs */
 #define NVME_CC_IOCQES		(4u << 20)	/* 16-byte CQEs */
 
-#define NVME_CSTS_RDY		(1u << 0)
-#define NVME_CSTS_CFS		(1u << 1)
+#define NVME_CSTS_RDY		BIT(0)
+#define NVME_CSTS_CFS		BIT(1)
 #define NVME_CSTS_SHST_MASK	(3u << 2)
 #define NVME_CSTS_SHST_NORMAL	(0u << 2)
-#define NVME_CSTS_SHST_OCCUR	(1u << 2)
+#define NVME_CSTS_SHST_OCCUR	BIT(2)
 #define NVME_CSTS_SHST_CMPLT	(2u << 2)
-#define NVME_CSTS_NSSRO		(1u << 4)
-#define NVME_CSTS_PP		(1u << 5)
+#define NVME_CSTS_NSSRO		BIT(4)
+#define NVME_CSTS_PP		BIT(5)
 
 /* ---- Commands ---- */
 enum nvme_admin_opcode {
@@ -186,28 +217,28 @@ enum nvme_io_opcode {
 #define NVME_FEAT_WRITE_PROTECT	0x84
 
 /* Create I/O queue flags (CDW11). */
-#define NVME_QUEUE_PHYS_CONTIG	(1 << 0)
-#define NVME_CQ_IRQ_ENABLED	(1 << 1)
+#define NVME_QUEUE_PHYS_CONTIG	BIT(0)
+#define NVME_CQ_IRQ_ENABLED	BIT(1)
 #define NVME_SQ_PRIO_URGENT	(0 << 1)
-#define NVME_SQ_PRIO_HIGH	(1 << 1)
+#define NVME_SQ_PRIO_HIGH	BIT(1)
 #define NVME_SQ_PRIO_MEDIUM	(2 << 1)
 #define NVME_SQ_PRIO_LOW	(3 << 1)
 
 /* Command flags byte (CDW0 bits 15:8): PSDT in bits 7:6. */
-#define NVME_CMD_FUSE_FIRST	(1 << 0)
-#define NVME_CMD_FUSE_SECOND	(1 << 1)
+#define NVME_CMD_FUSE_FIRST	BIT(0)
+#define NVME_CMD_FUSE_SECOND	BIT(1)
 #define NVME_CMD_PSDT_PRP	(0 << 6)
-#define NVME_CMD_PSDT_SGL_MPTR_CONTIG (1 << 6)
+#define NVME_CMD_PSDT_SGL_MPTR_CONTIG BIT(6)
 #define NVME_CMD_PSDT_SGL_MPTR_SGL (2 << 6)
 
 /* Read/Write CDW12. */
-#define NVME_RW_FUA		(1u << 30)
-#define NVME_RW_LR		(1u << 31)
+#define NVME_RW_FUA		BIT(30)
+#define NVME_RW_LR		BIT(31)
 
 /* DSM attributes (CDW11). */
-#define NVME_DSMGMT_IDR		(1 << 0)
-#define NVME_DSMGMT_IDW		(1 << 1)
-#define NVME_DSMGMT_AD		(1 << 2)
+#define NVME_DSMGMT_IDR		BIT(0)
+#define NVME_DSMGMT_IDW		BIT(1)
+#define NVME_DSMGMT_AD		BIT(2)
 
 /* SGL descriptor types (byte 15 bits 7:4) and subtypes (3:0). */
 #define NVME_SGL_FMT_DATA_DESC		0x00
@@ -400,14 +431,14 @@ struct nvme_id_ctrl {
 	uint8_t		rsvd1806[242];
 	uint8_t		psd[32][32];	/* 2048 */
 	uint8_t		vs[1024];
-} __attribute__((packed));
+} __packed;
 
-#define NVME_CTRL_OACS_DBBUF_SUPP	(1 << 8)
-#define NVME_CTRL_ONCS_COMPARE		(1 << 0)
-#define NVME_CTRL_ONCS_WRITE_UNCORRECTABLE (1 << 1)
-#define NVME_CTRL_ONCS_DSM		(1 << 2)
-#define NVME_CTRL_ONCS_WRITE_ZEROES	(1 << 3)
-#define NVME_CTRL_VWC_PRESENT		(1 << 0)
+#define NVME_CTRL_OACS_DBBUF_SUPP	BIT(8)
+#define NVME_CTRL_ONCS_COMPARE		BIT(0)
+#define NVME_CTRL_ONCS_WRITE_UNCORRECTABLE BIT(1)
+#define NVME_CTRL_ONCS_DSM		BIT(2)
+#define NVME_CTRL_ONCS_WRITE_ZEROES	BIT(3)
+#define NVME_CTRL_VWC_PRESENT		BIT(0)
 #define NVME_CTRL_SGLS_SUPP_MASK	3	/* 0: none, 1: byte aligned, 2: dword */
 
 struct nvme_lbaf {
@@ -453,7 +484,7 @@ struct nvme_id_ns {
 	uint8_t		eui64[8];	/* 120 */
 	struct nvme_lbaf lbaf[64];	/* 128 */
 	uint8_t		vs[3712];
-} __attribute__((packed));
+} __packed;
 
 /* ---- The driver ---- */
 
@@ -490,7 +521,7 @@ struct nvme_ctrl {
 	uint32_t	vs;
 	unsigned int	db_stride;	/* bytes between doorbells: 4 << DSTRD */
 	unsigned int	timeout_ms;	/* CAP.TO */
-	volatile uint32_t *db;		/* mmap'ed doorbell page, or NULL */
+	uint32_t	*db;		/* mmap'ed doorbell page or NULL; WRITE_ONCE() */
 	void		*db_map;	/* the mapping, for munmap */
 	size_t		db_map_len;
 	uint64_t	next_iova;	/* IOVA allocator: bump, never reused */
@@ -603,6 +634,7 @@ static inline bool nvme_dbbuf_need_event(uint16_t event_idx, uint16_t new_idx,
 {
 	return (uint16_t)(new_idx - event_idx - 1) < (uint16_t)(new_idx - old);
 }
+
 /* Create I/O CQ/SQ with explicit fields (the queue memory comes from us). */
 int nvme_create_cq_raw(struct nvme_ctrl *ctrl, uint16_t qid, uint16_t qsize0,
 		       uint64_t prp1, uint16_t flags, uint16_t vector);

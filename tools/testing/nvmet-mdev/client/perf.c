@@ -242,7 +242,9 @@ int main(int argc, char **argv)
 	if (vfio_env_binding(&binding))
 		usage();
 	rng_seed(&p->rng, env_u64("NVMET_MDEV_SEED", 1));
-	p->dev.device_fd = p->dev.group_fd = p->dev.container_fd = -1;
+	p->dev.device_fd = -1;
+	p->dev.group_fd = -1;
+	p->dev.container_fd = -1;
 	p->dev.iommufd = -1;
 	ret = vfio_open(&p->dev, argv[optind], binding);
 	if (ret)

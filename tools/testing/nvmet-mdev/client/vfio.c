@@ -88,11 +88,11 @@ static int open_container(struct vfio_dev *dev)
 		pr_err("unknown VFIO API version");
 		return -EINVAL;
 	}
-	if (ioctl(dev->container_fd, VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU) > 0)
+	if (ioctl(dev->container_fd, VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU) > 0) {
 		iommu_type = VFIO_TYPE1v2_IOMMU;
-	else if (ioctl(dev->container_fd, VFIO_CHECK_EXTENSION, VFIO_TYPE1_IOMMU) > 0)
+	} else if (ioctl(dev->container_fd, VFIO_CHECK_EXTENSION, VFIO_TYPE1_IOMMU) > 0) {
 		iommu_type = VFIO_TYPE1_IOMMU;
-	else {
+	} else {
 		pr_err("no type1 IOMMU backend");
 		return -ENODEV;
 	}
@@ -287,7 +287,10 @@ int vfio_open(struct vfio_dev *dev, const char *uuid, enum vfio_binding b)
 	int ret;
 
 	memset(dev, 0, sizeof(*dev));
-	dev->container_fd = dev->group_fd = dev->iommufd = dev->device_fd = -1;
+	dev->container_fd = -1;
+	dev->group_fd = -1;
+	dev->iommufd = -1;
+	dev->device_fd = -1;
 	dev->binding = b;
 	if (!uuid || !*uuid) {
 		pr_err("no mdev UUID (set NVMET_MDEV_UUID)");
@@ -336,7 +339,10 @@ void vfio_close(struct vfio_dev *dev)
 		close(dev->container_fd);
 	if (dev->iommufd >= 0)
 		close(dev->iommufd);
-	dev->container_fd = dev->group_fd = dev->iommufd = dev->device_fd = -1;
+	dev->container_fd = -1;
+	dev->group_fd = -1;
+	dev->iommufd = -1;
+	dev->device_fd = -1;
 }
 
 static struct vfio_region *region(struct vfio_dev *dev, unsigned int index)
@@ -517,55 +523,74 @@ int vfio_reset(struct vfio_dev *dev)
 	return ioctl(dev->device_fd, VFIO_DEVICE_RESET) ? -errno : 0;
 }
 
+static int iommufd_dma_map(struct vfio_dev *dev, void *vaddr, uint64_t iova,
+			   uint64_t size)
+{
+	struct iommu_ioas_map map = {
+		.size = sizeof(map),
+		.flags = IOMMU_IOAS_MAP_FIXED_IOVA |
+			 IOMMU_IOAS_MAP_READABLE |
+			 IOMMU_IOAS_MAP_WRITEABLE,
+		.ioas_id = dev->ioas_id,
+		.user_va = (uintptr_t)vaddr,
+		.length = size,
+		.iova = iova,
+	};
+
+	return ioctl(dev->iommufd, IOMMU_IOAS_MAP, &map) ? -errno : 0;
+}
+
+static int type1_dma_map(struct vfio_dev *dev, void *vaddr, uint64_t iova,
+			 uint64_t size)
+{
+	struct vfio_iommu_type1_dma_map map = {
+		.argsz = sizeof(map),
+		.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
+		.vaddr = (uintptr_t)vaddr,
+		.iova = iova,
+		.size = size,
+	};
+
+	return ioctl(dev->container_fd, VFIO_IOMMU_MAP_DMA, &map) ?
+		-errno : 0;
+}
+
 int vfio_dma_map(struct vfio_dev *dev, void *vaddr, uint64_t iova,
 		 uint64_t size)
 {
-	if (dev->binding == VFIO_BINDING_IOMMUFD) {
-		struct iommu_ioas_map map = {
-			.size = sizeof(map),
-			.flags = IOMMU_IOAS_MAP_FIXED_IOVA |
-				 IOMMU_IOAS_MAP_READABLE |
-				 IOMMU_IOAS_MAP_WRITEABLE,
-			.ioas_id = dev->ioas_id,
-			.user_va = (uintptr_t)vaddr,
-			.length = size,
-			.iova = iova,
-		};
+	if (dev->binding == VFIO_BINDING_IOMMUFD)
+		return iommufd_dma_map(dev, vaddr, iova, size);
+	return type1_dma_map(dev, vaddr, iova, size);
+}
 
-		return ioctl(dev->iommufd, IOMMU_IOAS_MAP, &map) ? -errno : 0;
-	} else {
-		struct vfio_iommu_type1_dma_map map = {
-			.argsz = sizeof(map),
-			.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
-			.vaddr = (uintptr_t)vaddr,
-			.iova = iova,
-			.size = size,
-		};
+static int iommufd_dma_unmap(struct vfio_dev *dev, uint64_t iova,
+			     uint64_t size)
+{
+	struct iommu_ioas_unmap unmap = {
+		.size = sizeof(unmap),
+		.ioas_id = dev->ioas_id,
+		.iova = iova,
+		.length = size,
+	};
 
-		return ioctl(dev->container_fd, VFIO_IOMMU_MAP_DMA, &map) ?
-			-errno : 0;
-	}
+	return ioctl(dev->iommufd, IOMMU_IOAS_UNMAP, &unmap) ? -errno : 0;
+}
+
+static int type1_dma_unmap(struct vfio_dev *dev, uint64_t iova, uint64_t size)
+{
+	struct vfio_iommu_type1_dma_unmap unmap = {
+		.argsz = sizeof(unmap),
+		.iova = iova,
+		.size = size,
+	};
+
+	return ioctl(dev->container_fd, VFIO_IOMMU_UNMAP_DMA, &unmap) ?
+		-errno : 0;
 }
 
 int vfio_dma_unmap(struct vfio_dev *dev, uint64_t iova, uint64_t size)
 {
-	if (dev->binding == VFIO_BINDING_IOMMUFD) {
-		struct iommu_ioas_unmap unmap = {
-			.size = sizeof(unmap),
-			.ioas_id = dev->ioas_id,
-			.iova = iova,
-			.length = size,
-		};
-
-		return ioctl(dev->iommufd, IOMMU_IOAS_UNMAP, &unmap) ? -errno : 0;
-	} else {
-		struct vfio_iommu_type1_dma_unmap unmap = {
-			.argsz = sizeof(unmap),
-			.iova = iova,
-			.size = size,
-		};
-
-		return ioctl(dev->container_fd, VFIO_IOMMU_UNMAP_DMA, &unmap) ?
-			-errno : 0;
-	}
+	if (dev->binding == VFIO_BINDING_IOMMUFD)
+		return iommufd_dma_unmap(dev, iova, size);
+	return type1_dma_unmap(dev, iova, size);
 }

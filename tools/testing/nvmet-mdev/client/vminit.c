@@ -38,7 +38,7 @@ static int mkdirs(const char *dir)
 		errno = *dir ? ENAMETOOLONG : ENOENT;
 		return -1;
 	}
-	strcpy(path, dir);
+	memcpy(path, dir, strlen(dir) + 1);
 	for (p = path + 1; ; p++) {
 		if (*p != '/' && *p)
 			continue;
