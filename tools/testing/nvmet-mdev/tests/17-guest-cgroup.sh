@@ -9,9 +9,11 @@
 #  - every queue thread of the mdev is in QEMU's group;
 #  - the guest's I/O rate is measured for 10 s;
 #  - the group's io.max is set to about a quarter of that rate, split
-#    between reads and writes, for 10 s: the group's io.stat counts the
-#    guest's I/O and shows it held to the limit (give or take a second's
-#    worth), and the guest's commands keep to that pace;
+#    between reads and writes and in tens, for 10 s: the group's io.stat
+#    counts the guest's I/O and shows it held to the limit (give or take
+#    a second's worth), and the guest's commands keep to that pace (a
+#    guest too slow for 10 a second each way to hold it back skips
+#    these checks);
 #  - the limit is lifted; the group's cpu.max is set to 20% of a CPU for
 #    10 s: the group is throttled, its usage covers the threads' CPU time,
 #    and the guest's I/O rate falls under 60% of the rate measured first
@@ -101,8 +103,12 @@ if guest_said $run $gpid io 1200; then
 	# io dispatched so far; over a multiple of 10 the fraction is lost.
 	lim=$((a / 800 * 10))
 	[ $lim -ge 10 ] || lim=10
-	tap_ok "io.max at riops=wiops=$lim is under 3/4 of the guest's rate ($a commands in 10 s)" \
-		test $((4 * 2 * lim * 10)) -le $((3 * a))
+	# At 10 a second each way, the least that blk-throttle holds
+	# exactly, a guest slower than 27 commands a second is hardly held
+	# back (on a loaded machine: 309 in 10 s seen beside 13-libvirt,
+	# 766 on CI), and its counts under the limit would show nothing:
+	# then the checks of the limit are skipped, not passed.
+	binds=$((4 * 2 * lim * 10 <= 3 * a))
 	# The counts start once the limit is in place: on a loaded host VM
 	# each $(...) takes long enough for dozens of unthrottled reads.
 	echo "$dev riops=$lim wiops=$lim" > $vm/io.max
@@ -121,13 +127,21 @@ if guest_said $run $gpid io 1200; then
 	# io.stat counts a bio when blk-throttle lets it through; t is
 	# rounded up to whole seconds, and blk-throttle may run a slice or
 	# two (a tenth of a second each) ahead: a second's worth more.
-	tap_ok "io.max holds the guest's reads to $lim a second ($r in $((s1 - s0)) s)" \
-		test $r -le $((lim * (t + 1)))
-	tap_ok "io.max holds the guest's writes to $lim a second ($w in $((s1 - s0)) s)" \
-		test $w -le $((lim * (t + 1)))
-	# Commands in flight (fio's 2 jobs at QD16) make the difference.
-	tap_ok "the guest's commands kept to that pace ($n in $((s1 - s0)) s, $a in 10 s before)" \
-		test $n -le $((2 * lim * (t + 1) + 64))
+	if [ $binds = 1 ]; then
+		tap_ok "io.max holds the guest's reads to $lim a second ($r in $((s1 - s0)) s)" \
+			test $r -le $((lim * (t + 1)))
+		tap_ok "io.max holds the guest's writes to $lim a second ($w in $((s1 - s0)) s)" \
+			test $w -le $((lim * (t + 1)))
+		# Commands in flight (fio's 2 jobs at QD16) make the
+		# difference.
+		tap_ok "the guest's commands kept to that pace ($n in $((s1 - s0)) s, $a in 10 s before)" \
+			test $n -le $((2 * lim * (t + 1) + 64))
+	else
+		why="$a commands in 10 s: riops=wiops=$lim would not bind"
+		tap_skip "io.max holds the guest's reads to $lim a second" "$why"
+		tap_skip "io.max holds the guest's writes to $lim a second" "$why"
+		tap_skip "the guest's commands kept to that pace" "$why"
+	fi
 	# Not one for one: the commands still held by blk-throttle at the
 	# end are not counted yet (seen: 231 for 272).  A group not charged
 	# would count none.
