@@ -1401,6 +1401,9 @@ TEST_F_TIMEOUT(fuzz, mixed, fuzz_timeout())
 	uint64_t secs = env_u64("NVMET_MDEV_FUZZ_SECS", 600);
 	uint64_t start = nvme_now_ms(), last = start, ms;
 	unsigned long step = 0;
+	/* " count/ms" for each disruptive action: at most 42 bytes each. */
+	char dis[ARRAY_SIZE(f->nr_disrupt) * 42 + 1] = "";
+	unsigned int k, o = 0;
 	struct host_snap s;
 	enum vfio_binding b;
 
@@ -1458,23 +1461,14 @@ TEST_F_TIMEOUT(fuzz, mixed, fuzz_timeout())
 	       (unsigned long long)f->seed, f->parked_bad_db, f->dbbc_in_flight,
 	       f->neighbour_unmaps, f->shared_cq_deletes, f->top_iova,
 	       f->top_iova_refused);
-	TH_LOG("seed %llu: time (ms): I/O %llu, admin %llu, writes %llu, disruptive actions (count/ms) %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu %lu/%llu",
+	for (k = 0; k < ARRAY_SIZE(f->nr_disrupt); k++)
+		o += snprintf(dis + o, sizeof(dis) - o, " %lu/%llu",
+			      f->nr_disrupt[k],
+			      (unsigned long long)f->ms_disrupt[k]);
+	TH_LOG("seed %llu: time (ms): I/O %llu, admin %llu, writes %llu, disruptive actions (count/ms)%s",
 	       (unsigned long long)f->seed, (unsigned long long)f->ms_io,
 	       (unsigned long long)f->ms_admin, (unsigned long long)f->ms_poke,
-	       f->nr_disrupt[0], (unsigned long long)f->ms_disrupt[0],
-	       f->nr_disrupt[1], (unsigned long long)f->ms_disrupt[1],
-	       f->nr_disrupt[2], (unsigned long long)f->ms_disrupt[2],
-	       f->nr_disrupt[3], (unsigned long long)f->ms_disrupt[3],
-	       f->nr_disrupt[4], (unsigned long long)f->ms_disrupt[4],
-	       f->nr_disrupt[5], (unsigned long long)f->ms_disrupt[5],
-	       f->nr_disrupt[6], (unsigned long long)f->ms_disrupt[6],
-	       f->nr_disrupt[7], (unsigned long long)f->ms_disrupt[7],
-	       f->nr_disrupt[8], (unsigned long long)f->ms_disrupt[8],
-	       f->nr_disrupt[9], (unsigned long long)f->ms_disrupt[9],
-	       f->nr_disrupt[10], (unsigned long long)f->ms_disrupt[10],
-	       f->nr_disrupt[11], (unsigned long long)f->ms_disrupt[11],
-	       f->nr_disrupt[12], (unsigned long long)f->ms_disrupt[12],
-	       f->nr_disrupt[13], (unsigned long long)f->ms_disrupt[13]);
+	       dis);
 	TH_LOG("totals: %lu commands, %lu writes, %llu ms",
 	       f->cmds, fuzz_writes(f), (unsigned long long)ms);
 	/* With NVMET_MDEV_FUZZ_KEEP_GOING=1 the host budgets are measured anyway. */
