@@ -127,14 +127,15 @@ if guest_said $run $gpid io 1200; then
 	# io.stat counts a bio when blk-throttle lets it through; t is
 	# rounded up to whole seconds, and blk-throttle may run a slice or
 	# two (a tenth of a second each) ahead: a second's worth more.
+	d=$((s1 - s0))
 	if [ $binds = 1 ]; then
-		tap_ok "io.max holds the guest's reads to $lim a second ($r in $((s1 - s0)) s)" \
+		tap_ok "io.max holds the guest's reads to $lim a second ($r in $d s)" \
 			test $r -le $((lim * (t + 1)))
-		tap_ok "io.max holds the guest's writes to $lim a second ($w in $((s1 - s0)) s)" \
+		tap_ok "io.max holds the guest's writes to $lim a second ($w in $d s)" \
 			test $w -le $((lim * (t + 1)))
 		# Commands in flight (fio's 2 jobs at QD16) make the
 		# difference.
-		tap_ok "the guest's commands kept to that pace ($n in $((s1 - s0)) s, $a in 10 s before)" \
+		tap_ok "the guest's commands kept to that pace ($n in $d s, $a in 10 s before)" \
 			test $n -le $((2 * lim * (t + 1) + 64))
 	else
 		why="$a commands in 10 s: riops=wiops=$lim would not bind"
