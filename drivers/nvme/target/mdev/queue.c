@@ -1615,8 +1615,7 @@ int nvmet_mdev_start_admin(struct nvmet_mdev_ctrl *ctrl)
 	mutex_unlock(&dp->qlock);
 
 	sq = nvmet_mdev_sq_alloc(ctrl, 0, FIELD_GET(NVMET_MDEV_AQA_ASQS, aqa) + 1,
-				 ctrl->regs.asq,
-				 cq);
+				 ctrl->regs.asq, cq);
 	if (!sq)
 		goto free_cq;
 	if (nvmet_sq_create(tctrl, &sq->nvme_sq, &cq->nvme_cq, 0, sq->size)) {
