@@ -24,15 +24,17 @@ set -euo pipefail
 repo=$(realpath "$1") src=$(realpath "$2") out=$(realpath -m "$3")
 applied=$src/.nvmet-mdev-patches
 work=$out.git
-driver=(drivers/nvme/target/mdev include/linux/nvmet-mdev.h
-	Documentation/nvme/mdev.rst
-	Documentation/ABI/testing/sysfs-bus-mdev-devices-nvmet-mdev)
+# The driver's own files: what prepare-tree.sh links into the tree.
+mapfile -t driver < <(cd "$src" && find . -type l -lname "$repo/*" -printf '%P\n' |
+		      sort)
+marker=drivers/nvme/target/mdev
 selftests=tools/testing/nvmet-mdev
 
 die() { echo "make-patches: $*" >&2; exit 1; }
 series() { grep -v '^#' "$1/series" | grep .; }
 
 [ -f "$applied/series" ] || die "$src has no series applied (run make source)"
+[ ${#driver[@]} -gt 0 ] || die "$src has no driver links (run make source)"
 cmp -s "$applied/series" "$repo/patches/series" ||
 	die "$src has another series applied (run make source)"
 
@@ -93,19 +95,19 @@ while read -r p; do
 		die "$p does not apply in order"
 	# The patch that hooks the driver into the build brings the driver.
 	if grep -qs 'mdev/Kconfig' "$work/drivers/nvme/target/Kconfig" &&
-	   [ ! -e "$work/${driver[0]}" ]; then
+	   [ ! -e "$work/$marker" ]; then
 		command git -C "$repo" ls-files -z "${driver[@]}" |
 			(cd "$repo" && xargs -0 cp --parents -t "$work")
 		git add -A
 		git commit -q --amend --no-edit
 	fi
 done < <(series "$repo/patches")
-[ -e "$work/${driver[0]}" ] || die "no patch hooks the driver into Kconfig"
+[ -e "$work/$marker" ] || die "no patch hooks the driver into Kconfig"
 [ -e "$work/$selftests" ] || add_selftests
 
 # The tree at the end is the one "make kernel" builds.
 while read -r f; do
-	case $f in "${driver[0]}"/* | "$selftests"/*) continue ;; esac
+	case $f in "$marker"/* | "$selftests"/*) continue ;; esac
 	cmp -s "$work/$f" "$src/$f" || die "$f differs from $src/$f"
 done < <(git diff --name-only "$base" HEAD)
 
