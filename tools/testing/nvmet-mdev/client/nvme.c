@@ -1060,6 +1060,52 @@ int nvme_irq_drain(struct nvme_ctrl *ctrl, unsigned int v)
 
 /* ---- Misc ---- */
 
+/* The names of the statuses the tests meet, by SCT and SC. */
+static const char * const nvme_sc_names[NVME_SC_MASK + 1] = {
+	[NVME_SC_SUCCESS] = "SUCCESS",
+	[NVME_SC_INVALID_OPCODE] = "INVALID_OPCODE",
+	[NVME_SC_INVALID_FIELD] = "INVALID_FIELD",
+	[NVME_SC_CMDID_CONFLICT] = "CMDID_CONFLICT",
+	[NVME_SC_DATA_XFER_ERROR] = "DATA_XFER_ERROR",
+	[NVME_SC_INTERNAL] = "INTERNAL",
+	[NVME_SC_ABORT_REQ] = "ABORT_REQ",
+	[NVME_SC_ABORT_QUEUE] = "ABORT_QUEUE",
+	[NVME_SC_INVALID_NS] = "INVALID_NS",
+	[NVME_SC_CMD_SEQ_ERROR] = "CMD_SEQ_ERROR",
+	[NVME_SC_SGL_INVALID_LAST] = "SGL_INVALID_LAST",
+	[NVME_SC_SGL_INVALID_COUNT] = "SGL_INVALID_COUNT",
+	[NVME_SC_SGL_INVALID_DATA] = "SGL_INVALID_DATA",
+	[NVME_SC_SGL_INVALID_TYPE] = "SGL_INVALID_TYPE",
+	[NVME_SC_PRP_INVALID_OFFSET] = "PRP_INVALID_OFFSET",
+	[NVME_SC_SGL_INVALID_OFFSET] = "SGL_INVALID_OFFSET",
+	[NVME_SC_KA_TIMEOUT_INVALID] = "KA_TIMEOUT_INVALID",
+	[NVME_SC_INVALID_IO_CMD_SET] = "INVALID_IO_CMD_SET",
+	[NVME_SC_LBA_RANGE] = "LBA_RANGE",
+	[NVME_SC_CAP_EXCEEDED] = "CAP_EXCEEDED",
+	[NVME_SC_NS_NOT_READY] = "NS_NOT_READY",
+	[NVME_SC_SGL_INVALID_GRANULARITY] = "SGL_INVALID_GRANULARITY",
+	[NVME_SC_FUSED_FAIL] = "FUSED_FAIL",
+	[NVME_SC_FUSED_MISSING] = "FUSED_MISSING",
+	[NVME_SC_SGL_INVALID_METADATA] = "SGL_INVALID_METADATA",
+	[NVME_SC_HOST_ID_INCONSIST] = "HOST_ID_INCONSIST",
+	[NVME_SC_NS_WRITE_PROTECTED] = "NS_WRITE_PROTECTED",
+	[NVME_SC_ABORT_MISSING] = "ABORT_MISSING",
+	[NVME_SC_INVALID_FORMAT] = "INVALID_FORMAT",
+	[NVME_SC_FEATURE_NOT_PER_NS] = "FEATURE_NOT_PER_NS",
+	[NVME_SC_READ_ONLY] = "READ_ONLY",
+	[NVME_SC_CQ_INVALID] = "CQ_INVALID",
+	[NVME_SC_QID_INVALID] = "QID_INVALID",
+	[NVME_SC_QUEUE_SIZE] = "QUEUE_SIZE",
+	[NVME_SC_ABORT_LIMIT] = "ABORT_LIMIT",
+	[NVME_SC_ASYNC_LIMIT] = "ASYNC_LIMIT",
+	[NVME_SC_INVALID_VECTOR] = "INVALID_VECTOR",
+	[NVME_SC_INVALID_LOG_PAGE] = "INVALID_LOG_PAGE",
+	[NVME_SC_INVALID_QUEUE] = "INVALID_QUEUE",
+	[NVME_SC_FEATURE_NOT_SAVEABLE] = "FEATURE_NOT_SAVEABLE",
+	[NVME_SC_FEATURE_NOT_CHANGEABLE] = "FEATURE_NOT_CHANGEABLE",
+	[NVME_SC_CMD_SIZE_LIM_EXCEEDED] = "CMD_SIZE_LIM_EXCEEDED",
+};
+
 const char *nvme_status_str(int status)
 {
 	static __thread char buf[64];
@@ -1069,138 +1115,8 @@ const char *nvme_status_str(int status)
 		snprintf(buf, sizeof(buf), "%s", strerror(-status));
 		return buf;
 	}
-	switch (status & NVME_SC_MASK) {
-	case NVME_SC_SUCCESS:
-		name = "SUCCESS";
-		break;
-	case NVME_SC_INVALID_OPCODE:
-		name = "INVALID_OPCODE";
-		break;
-	case NVME_SC_INVALID_FIELD:
-		name = "INVALID_FIELD";
-		break;
-	case NVME_SC_CMDID_CONFLICT:
-		name = "CMDID_CONFLICT";
-		break;
-	case NVME_SC_DATA_XFER_ERROR:
-		name = "DATA_XFER_ERROR";
-		break;
-	case NVME_SC_INTERNAL:
-		name = "INTERNAL";
-		break;
-	case NVME_SC_ABORT_REQ:
-		name = "ABORT_REQ";
-		break;
-	case NVME_SC_ABORT_QUEUE:
-		name = "ABORT_QUEUE";
-		break;
-	case NVME_SC_INVALID_NS:
-		name = "INVALID_NS";
-		break;
-	case NVME_SC_CMD_SEQ_ERROR:
-		name = "CMD_SEQ_ERROR";
-		break;
-	case NVME_SC_SGL_INVALID_LAST:
-		name = "SGL_INVALID_LAST";
-		break;
-	case NVME_SC_SGL_INVALID_COUNT:
-		name = "SGL_INVALID_COUNT";
-		break;
-	case NVME_SC_SGL_INVALID_DATA:
-		name = "SGL_INVALID_DATA";
-		break;
-	case NVME_SC_SGL_INVALID_TYPE:
-		name = "SGL_INVALID_TYPE";
-		break;
-	case NVME_SC_PRP_INVALID_OFFSET:
-		name = "PRP_INVALID_OFFSET";
-		break;
-	case NVME_SC_SGL_INVALID_OFFSET:
-		name = "SGL_INVALID_OFFSET";
-		break;
-	case NVME_SC_KA_TIMEOUT_INVALID:
-		name = "KA_TIMEOUT_INVALID";
-		break;
-	case NVME_SC_INVALID_IO_CMD_SET:
-		name = "INVALID_IO_CMD_SET";
-		break;
-	case NVME_SC_LBA_RANGE:
-		name = "LBA_RANGE";
-		break;
-	case NVME_SC_CAP_EXCEEDED:
-		name = "CAP_EXCEEDED";
-		break;
-	case NVME_SC_NS_NOT_READY:
-		name = "NS_NOT_READY";
-		break;
-	case 0x01e:
-		name = "SGL_INVALID_GRANULARITY";
-		break;
-	case NVME_SC_FUSED_FAIL:
-		name = "FUSED_FAIL";
-		break;
-	case NVME_SC_FUSED_MISSING:
-		name = "FUSED_MISSING";
-		break;
-	case NVME_SC_SGL_INVALID_METADATA:
-		name = "SGL_INVALID_METADATA";
-		break;
-	case NVME_SC_HOST_ID_INCONSIST:
-		name = "HOST_ID_INCONSIST";
-		break;
-	case NVME_SC_NS_WRITE_PROTECTED:
-		name = "NS_WRITE_PROTECTED";
-		break;
-	case NVME_SC_ABORT_MISSING:
-		name = "ABORT_MISSING";
-		break;
-	case NVME_SC_INVALID_FORMAT:
-		name = "INVALID_FORMAT";
-		break;
-	case NVME_SC_FEATURE_NOT_PER_NS:
-		name = "FEATURE_NOT_PER_NS";
-		break;
-	case NVME_SC_READ_ONLY:
-		name = "READ_ONLY";
-		break;
-	case NVME_SC_CQ_INVALID:
-		name = "CQ_INVALID";
-		break;
-	case NVME_SC_QID_INVALID:
-		name = "QID_INVALID";
-		break;
-	case NVME_SC_QUEUE_SIZE:
-		name = "QUEUE_SIZE";
-		break;
-	case NVME_SC_ABORT_LIMIT:
-		name = "ABORT_LIMIT";
-		break;
-	case NVME_SC_ASYNC_LIMIT:
-		name = "ASYNC_LIMIT";
-		break;
-	case NVME_SC_INVALID_VECTOR:
-		name = "INVALID_VECTOR";
-		break;
-	case NVME_SC_INVALID_LOG_PAGE:
-		name = "INVALID_LOG_PAGE";
-		break;
-	case NVME_SC_INVALID_QUEUE:
-		name = "INVALID_QUEUE";
-		break;
-	case NVME_SC_FEATURE_NOT_SAVEABLE:
-		name = "FEATURE_NOT_SAVEABLE";
-		break;
-	case NVME_SC_FEATURE_NOT_CHANGEABLE:
-		name = "FEATURE_NOT_CHANGEABLE";
-		break;
-	case NVME_SC_CMD_SIZE_LIM_EXCEEDED:
-		name = "CMD_SIZE_LIM_EXCEEDED";
-		break;
-	default:
-		name = "?";
-		break;
-	}
-	snprintf(buf, sizeof(buf), "%#x (%s%s)", status, name,
+	name = nvme_sc_names[status & NVME_SC_MASK];
+	snprintf(buf, sizeof(buf), "%#x (%s%s)", status, name ? name : "?",
 		 status & NVME_STATUS_DNR ? ", DNR" : "");
 	return buf;
 }
