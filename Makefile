@@ -91,7 +91,7 @@ lint: kernel
 	$(KMAKE) C=2 W=1 CHECK="sparse -D__typeof_unqual__=__typeof__" \
 		drivers/nvme/target/mdev/
 	cd $(SRC) && ./scripts/checkpatch.pl --strict --no-tree -q \
-		-f $(TOP)/drivers/nvme/target/mdev/*.[ch] $(TOP)/include/linux/nvmet-mdev.h
+		-f $(TOP)/drivers/nvme/target/mdev/*.[ch]
 
 # The userspace VFIO NVMe client; built here since the VMs' root is
 # read-only.

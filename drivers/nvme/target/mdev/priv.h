@@ -16,6 +16,7 @@
  *   prp.c      PRP and SGL translation into scatterlists over guest pages
  *   dbbuf.c    shadow doorbells (Doorbell Buffer Config) and EventIdx
  *   debugfs.c  per-mdev event counters
+ *   model.h    the device model a guest sees (IDs, BARs) and the limits
  */
 #ifndef _NVMET_MDEV_PRIV_H
 #define _NVMET_MDEV_PRIV_H
@@ -24,13 +25,13 @@
 #include <linux/mdev.h>
 #include <linux/mutex.h>
 #include <linux/nvme.h>
-#include <linux/nvmet-mdev.h>
 #include <linux/pci_regs.h>
 #include <linux/percpu.h>
 #include <linux/vfio.h>
 #include <linux/xarray.h>
 
 #include "nvmet.h"
+#include "model.h"
 
 struct nvmet_mdev_ctrl;
 struct nvmet_mdev_sq;
@@ -260,7 +261,7 @@ void nvmet_mdev_ctrl_close(struct nvmet_mdev_ctrl *ctrl);	/* ctrl->lock held */
 void nvmet_mdev_ctrl_reset(struct nvmet_mdev_ctrl *ctrl);
 /* PCI_COMMAND bus mastering was turned on or off; ctrl->lock held. */
 void nvmet_mdev_bus_master_changed(struct nvmet_mdev_ctrl *ctrl);
-/* BAR0 register page (offsets < NVMET_MDEV_DB_OFFSET) and doorbells; lock held. */
+/* BAR0 register page (offsets < NVME_REG_DBS) and doorbells; lock held. */
 int nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
 			 u32 count);
 int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,

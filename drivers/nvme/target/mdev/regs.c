@@ -58,7 +58,7 @@ static bool nvmet_mdev_reg_is64(u32 off)
 /**
  * nvmet_mdev_regs_read() - read BAR0 below the reserved area
  * @ctrl: the controller (ctrl->lock held)
- * @off: offset in BAR0, below NVMET_MDEV_DB_OFFSET + NVMET_MDEV_DB_SIZE
+ * @off: offset in BAR0, below NVME_REG_DBS + NVMET_MDEV_DB_SIZE
  * @buf: receives @count bytes, little endian
  * @count: 1, 2, 4 or 8, @off aligned to it
  *
@@ -72,10 +72,10 @@ int nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
 
 	lockdep_assert_held(&ctrl->lock);
 
-	if (off >= NVMET_MDEV_DB_OFFSET) {
+	if (off >= NVME_REG_DBS) {
 		if (count == 4 && IS_ALIGNED(off, 4))
 			val = le32_to_cpu(READ_ONCE(ctrl->db[(off -
-					NVMET_MDEV_DB_OFFSET) / 4]));
+					NVME_REG_DBS) / 4]));
 	} else if (count == 8 && nvmet_mdev_reg_is64(off)) {
 		val = nvmet_mdev_reg_value(ctrl, off);
 	} else if (count == 4 && IS_ALIGNED(off, 4)) {
@@ -132,7 +132,7 @@ static void nvmet_mdev_write_cc(struct nvmet_mdev_ctrl *ctrl, u32 new)
 /**
  * nvmet_mdev_regs_write() - write BAR0 below the reserved area
  * @ctrl: the controller (ctrl->lock held)
- * @off: offset in BAR0, below NVMET_MDEV_DB_OFFSET + NVMET_MDEV_DB_SIZE
+ * @off: offset in BAR0, below NVME_REG_DBS + NVMET_MDEV_DB_SIZE
  * @buf: @count bytes, little endian
  * @count: 1, 2, 4 or 8, @off aligned to it
  *
@@ -151,9 +151,9 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 	memcpy(&le, buf, count);
 	val = le64_to_cpu(le);
 
-	if (off >= NVMET_MDEV_DB_OFFSET) {
+	if (off >= NVME_REG_DBS) {
 		if (count == 4 && IS_ALIGNED(off, 4))
-			nvmet_mdev_db_write(ctrl, off - NVMET_MDEV_DB_OFFSET,
+			nvmet_mdev_db_write(ctrl, off - NVME_REG_DBS,
 					    val);
 		return 0;
 	}

@@ -23,7 +23,7 @@
 
 /* The doorbell page can only be mmapped where it is a whole page. */
 #define NVMET_MDEV_DB_MMAP	(NVMET_MDEV_DB_SIZE / PAGE_SIZE == 1 && \
-				 IS_ALIGNED(NVMET_MDEV_DB_OFFSET, PAGE_SIZE))
+				 IS_ALIGNED(NVME_REG_DBS, PAGE_SIZE))
 
 /* ------------------------------------------------------------------ */
 /* Region accesses                                                     */
@@ -81,7 +81,7 @@ static int nvmet_mdev_bar0_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
 		return -EINVAL;
 
 	/* Past the doorbell page: reserved, reads zero, writes ignored. */
-	if (off >= NVMET_MDEV_DB_OFFSET + NVMET_MDEV_DB_SIZE) {
+	if (off >= NVME_REG_DBS + NVMET_MDEV_DB_SIZE) {
 		if (!write && copy_to_user(ubuf, &val, count))
 			return -EFAULT;
 		return 0;
@@ -98,8 +98,8 @@ static int nvmet_mdev_bar0_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
 	mutex_unlock(&ctrl->lock);
 	if (ret)
 		return ret;
-	if (write && off >= NVMET_MDEV_DB_OFFSET && count == 4)
-		nvmet_mdev_db_written(ctrl, off - NVMET_MDEV_DB_OFFSET);
+	if (write && off >= NVME_REG_DBS && count == 4)
+		nvmet_mdev_db_written(ctrl, off - NVME_REG_DBS);
 
 	if (!write && copy_to_user(ubuf, &val, count))
 		return -EFAULT;
@@ -184,7 +184,7 @@ static int nvmet_mdev_mmap(struct vfio_device *vdev, struct vm_area_struct *vma)
 {
 	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
 	u64 db = NVMET_MDEV_REGION_OFFSET(VFIO_PCI_BAR0_REGION_INDEX) +
-		 NVMET_MDEV_DB_OFFSET;
+		 NVME_REG_DBS;
 
 	if (!NVMET_MDEV_DB_MMAP || !ctrl->db_page || !ctrl->db_mmap)
 		return -EINVAL;
@@ -220,7 +220,7 @@ void nvmet_mdev_doorbell_zap(struct nvmet_mdev_ctrl *ctrl)
 		return;
 	unmap_mapping_range(ctrl->vdev.inode->i_mapping,
 			    NVMET_MDEV_REGION_OFFSET(VFIO_PCI_BAR0_REGION_INDEX) +
-			    NVMET_MDEV_DB_OFFSET, NVMET_MDEV_DB_SIZE, true);
+			    NVME_REG_DBS, NVMET_MDEV_DB_SIZE, true);
 }
 
 /* ------------------------------------------------------------------ */
@@ -267,7 +267,7 @@ static int nvmet_mdev_get_region_info_caps(struct vfio_device *vdev,
 	sparse->header.id = VFIO_REGION_INFO_CAP_SPARSE_MMAP;
 	sparse->header.version = 1;
 	sparse->nr_areas = 1;
-	sparse->areas[0].offset = NVMET_MDEV_DB_OFFSET;
+	sparse->areas[0].offset = NVME_REG_DBS;
 	sparse->areas[0].size = NVMET_MDEV_DB_SIZE;
 	ret = vfio_info_add_capability(caps, &sparse->header, size);
 	kfree(sparse);

@@ -15,9 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <linux/nvmet-mdev.h>
-
 #include "host.h"
+#include "mdev/model.h"
 #include "nvme.h"
 #include "util.h"
 #include "vfio.h"

@@ -5,7 +5,7 @@
  *
  * References: NVMe Base Specification 2.1, section 3.1 (controller
  * registers) and 3.5 (controller initialization, shutdown); the device
- * model in include/linux/nvmet-mdev.h; nvmet_start_ctrl() in
+ * model in drivers/nvme/target/mdev/model.h; nvmet_start_ctrl() in
  * drivers/nvme/target/core.c for which CC values are fatal.
  */
 #include <linux/pci_regs.h>
@@ -90,7 +90,7 @@ TEST_F(regs, vfio_regions)
 	ASSERT_NE(-1, doorbell_mmap_expected());
 	EXPECT_EQ(doorbell_mmap_expected(),
 		  vfio_region_mmap_ok(dev, VFIO_PCI_BAR0_REGION_INDEX,
-				      NVMET_MDEV_DB_OFFSET,
+				      NVME_REG_DBS,
 				      NVMET_MDEV_DB_SIZE));
 	EXPECT_TRUE(bar4->valid);
 	EXPECT_EQ(NVMET_MDEV_MSIX_BAR_SIZE, bar4->size);
@@ -105,14 +105,14 @@ TEST_F(regs, doorbell_mmap)
 	uint32_t *db;
 
 	db = vfio_region_mmap(dev, VFIO_PCI_BAR0_REGION_INDEX,
-			      NVMET_MDEV_DB_OFFSET, NVMET_MDEV_DB_SIZE);
+			      NVME_REG_DBS, NVMET_MDEV_DB_SIZE);
 	ASSERT_NE(-1, doorbell_mmap_expected());
 	if (!doorbell_mmap_expected()) {
 		/* Trapped doorbells: the kernel refuses to map the page too. */
 		struct vfio_region *r = &dev->regions[VFIO_PCI_BAR0_REGION_INDEX];
 		void *p = mmap(NULL, NVMET_MDEV_DB_SIZE, PROT_READ | PROT_WRITE,
 			       MAP_SHARED, dev->device_fd,
-			       r->offset + NVMET_MDEV_DB_OFFSET);
+			       r->offset + NVME_REG_DBS);
 
 		EXPECT_EQ(NULL, db);
 		EXPECT_EQ(MAP_FAILED, p);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Just enough of the kernel's <linux/sizes.h> for <linux/nvmet-mdev.h>,
- * which the client includes from the repository's include/ directory.
+ * Just enough of the kernel's <linux/sizes.h> for the driver's model.h
+ * (drivers/nvme/target/mdev/), which the client includes.
  */
 #ifndef NVMET_MDEV_CLIENT_COMPAT_SIZES_H
 #define NVMET_MDEV_CLIENT_COMPAT_SIZES_H
