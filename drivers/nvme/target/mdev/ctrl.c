@@ -14,8 +14,14 @@
 
 #include "datapath.h"
 
+/* Controller Capabilities fields (NVMe Base 2.1, 3.1.4.1). */
+#define NVMET_MDEV_CAP_MQES	GENMASK_ULL(15, 0)
+#define NVMET_MDEV_CAP_CQR	BIT_ULL(16)
+#define NVMET_MDEV_CAP_TO	GENMASK_ULL(31, 24)
+#define NVMET_MDEV_CAP_CSS	GENMASK_ULL(44, 37)
+
 /* CAP.TO: worst case time to become ready, in 500 ms units (as nvmet). */
-#define NVMET_MDEV_CAP_TO	15
+#define NVMET_MDEV_READY_TIMEOUT	15
 
 static u16 nvmet_mdev_mqes(struct nvmet_mdev_ctrl *ctrl)
 {
@@ -32,22 +38,26 @@ static u16 nvmet_mdev_mqes(struct nvmet_mdev_ctrl *ctrl)
 /**
  * nvmet_mdev_regs_reset() - controller registers to their reset values
  * @ctrl: the controller, disabled
- *
- * AQA, ASQ and ACQ keep their values (CC.EN reset); a function level
- * reset clears them separately.
+ * @admin_queue: clear AQA, ASQ and ACQ too (power-on and function level
+ *	reset); a controller reset (CC.EN cleared) keeps them
  */
-void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl)
+void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl, bool admin_queue)
 {
-	ctrl->regs.cap = nvmet_mdev_mqes(ctrl) |
-		BIT_ULL(16) |		/* CAP.CQR */
-		((u64)NVMET_MDEV_CAP_TO << 24) |
-		((u64)(NVME_CAP_CSS_NVM | NVME_CAP_CSS_CSI) << 37);
+	ctrl->regs.cap = FIELD_PREP(NVMET_MDEV_CAP_MQES, nvmet_mdev_mqes(ctrl)) |
+		NVMET_MDEV_CAP_CQR |
+		FIELD_PREP(NVMET_MDEV_CAP_TO, NVMET_MDEV_READY_TIMEOUT) |
+		FIELD_PREP(NVMET_MDEV_CAP_CSS, NVME_CAP_CSS_NVM | NVME_CAP_CSS_CSI);
 	if (!ctrl->regs.vs)
 		ctrl->regs.vs = NVMET_DEFAULT_VS;
 	ctrl->regs.intms = 0;
 	ctrl->regs.cc = 0;
 	WRITE_ONCE(ctrl->regs.csts, 0);
 	memset(ctrl->db, 0, NVMET_MDEV_DB_SIZE);
+	if (admin_queue) {
+		ctrl->regs.aqa = 0;
+		ctrl->regs.asq = 0;
+		ctrl->regs.acq = 0;
+	}
 }
 
 /**
@@ -154,7 +164,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	tctrl->max_qid = dp->nr_io_queues;
 	dp->mqes = min_t(u16, NVME_CAP_MQES(tctrl->cap),
 			 NVME_CAP_MQES(ctrl->regs.cap));
-	tctrl->cap = (tctrl->cap & ~0xffffULL) | dp->mqes;
+	tctrl->cap = (tctrl->cap & ~NVMET_MDEV_CAP_MQES) | dp->mqes;
 	tctrl->dbbuf_supported = ctrl->params.shadow_doorbells;
 
 	mdts = ctrl->params.mdts;
@@ -281,10 +291,7 @@ int nvmet_mdev_ctrl_init(struct nvmet_mdev_ctrl *ctrl)
 	INIT_WORK(&dp->delete_work, nvmet_mdev_delete_work);
 	ctrl->dp = dp;
 
-	ctrl->regs.aqa = 0;
-	ctrl->regs.asq = 0;
-	ctrl->regs.acq = 0;
-	nvmet_mdev_regs_reset(ctrl);
+	nvmet_mdev_regs_reset(ctrl, true);
 	return 0;
 }
 
@@ -317,11 +324,8 @@ void nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl)
 	lockdep_assert_held(&ctrl->lock);
 	ctrl->owner = get_task_struct(current);
 	ctrl->memcg = get_mem_cgroup_from_mm(current->mm);
-	ctrl->regs.aqa = 0;
-	ctrl->regs.asq = 0;
-	ctrl->regs.acq = 0;
 	ctrl->regs.vs = 0;
-	nvmet_mdev_regs_reset(ctrl);
+	nvmet_mdev_regs_reset(ctrl, true);
 }
 
 /**
@@ -332,7 +336,7 @@ void nvmet_mdev_ctrl_close(struct nvmet_mdev_ctrl *ctrl)
 {
 	lockdep_assert_held(&ctrl->lock);
 	nvmet_mdev_ctrl_disable(ctrl, false);
-	nvmet_mdev_regs_reset(ctrl);
+	nvmet_mdev_regs_reset(ctrl, false);
 	mem_cgroup_put(ctrl->memcg);
 	ctrl->memcg = NULL;
 	put_task_struct(ctrl->owner);
@@ -347,10 +351,7 @@ void nvmet_mdev_ctrl_reset(struct nvmet_mdev_ctrl *ctrl)
 {
 	lockdep_assert_held(&ctrl->lock);
 	nvmet_mdev_ctrl_disable(ctrl, false);
-	ctrl->regs.aqa = 0;
-	ctrl->regs.asq = 0;
-	ctrl->regs.acq = 0;
-	nvmet_mdev_regs_reset(ctrl);
+	nvmet_mdev_regs_reset(ctrl, true);
 	/* Messages held while bus mastering was off go with it. */
 	nvmet_mdev_irq_flush_held(ctrl, false);
 }

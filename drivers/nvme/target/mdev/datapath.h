@@ -230,7 +230,7 @@ struct nvmet_mdev_dp {
 int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_ctrl_disable(struct nvmet_mdev_ctrl *ctrl, bool shutdown);
 void nvmet_mdev_ctrl_fatal(struct nvmet_mdev_ctrl *ctrl);
-void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl, bool admin_queue);
 
 static inline void nvmet_mdev_csts_set(struct nvmet_mdev_ctrl *ctrl, u32 set,
 				       u32 clear)

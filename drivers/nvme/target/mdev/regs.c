@@ -107,7 +107,7 @@ static void nvmet_mdev_write_cc(struct nvmet_mdev_ctrl *ctrl, u32 new)
 	if (!nvmet_cc_en(new) && nvmet_cc_en(old)) {
 		/* Controller reset: everything but AQA, ASQ and ACQ. */
 		nvmet_mdev_ctrl_disable(ctrl, false);
-		nvmet_mdev_regs_reset(ctrl);
+		nvmet_mdev_regs_reset(ctrl, false);
 		ctrl->regs.cc = new;
 		old = 0;
 	}
