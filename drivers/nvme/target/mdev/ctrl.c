@@ -160,7 +160,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 		goto put;
 	}
 
-	dp->nr_io_queues = min(ctrl->params.nr_io_queues, tctrl->max_qid);
+	dp->nr_io_queues = min_t(u16, ctrl->params.nr_io_queues, tctrl->max_qid);
 	tctrl->max_qid = dp->nr_io_queues;
 	dp->mqes = min_t(u16, NVME_CAP_MQES(tctrl->cap),
 			 NVME_CAP_MQES(ctrl->regs.cap));

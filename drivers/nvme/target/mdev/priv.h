@@ -6,7 +6,8 @@
  * Files and concerns:
  *   main.c     module init/exit, nvmet transport registration
  *   port.c     one mdev parent (and its mdev type) per nvmet port
- *   vfio.c     mdev probe/remove, vfio_device_ops, regions, mmap, sysfs
+ *   vfio.c     mdev probe/remove, vfio_device_ops, regions, mmap
+ *   params.c   the per-mdev tunables (sysfs) and the type's description
  *   pci.c      PCI configuration space emulation (PM, MSI-X, PCIe + FLR)
  *   irq.c      VFIO_DEVICE_SET_IRQS: MSI-X / INTx / REQ eventfds
  *   regs.c     BAR0 controller registers, CC/CSTS state machine
@@ -91,15 +92,20 @@ enum nvmet_mdev_db_mmap {
 	NVMET_MDEV_DB_MMAP_ON,
 };
 
+/* The per-mdev tunables (params.c); ranges and defaults are there. */
 struct nvmet_mdev_params {
-	u16	nr_io_queues;		/* I/O SQ/CQ pairs, 1..NVMET_MDEV_MAX_IO_QUEUES */
-	u16	max_queue_entries;	/* CAP.MQES + 1, 16..NVMET_MDEV_MAX_QUEUE_ENTRIES */
-	u8	mdts;			/* Identify MDTS (2^n pages), 1..NVMET_MDEV_MAX_MDTS */
+	u32	nr_io_queues;		/* I/O SQ/CQ pairs */
+	u32	max_queue_entries;	/* CAP.MQES + 1 */
+	u32	mdts;			/* Identify MDTS (2^n pages) */
+	u32	poll_idle_us;		/* spin this long after the last command */
 	bool	shadow_doorbells;	/* advertise Doorbell Buffer Config */
 	u8	doorbell_mmap;		/* NVMET_MDEV_DB_MMAP_* */
-	u32	poll_idle_us;		/* spin this long after the last command */
 	char	subsysnqn[NVMF_NQN_SIZE + 1];	/* empty: the port's only subsystem */
 };
+
+extern const struct attribute_group *nvmet_mdev_attr_groups[];
+void nvmet_mdev_params_init(struct nvmet_mdev_params *p);
+ssize_t nvmet_mdev_params_describe(struct mdev_type *mtype, char *buf);
 
 /* ------------------------------------------------------------------ */
 /* pci.c: PCI configuration space                                      */

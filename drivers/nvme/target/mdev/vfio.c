@@ -9,7 +9,6 @@
  * top bits of the file offset.
  */
 
-#include <linux/ctype.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -351,7 +350,6 @@ static int nvmet_mdev_init_dev(struct vfio_device *vdev)
 {
 	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
 	struct mdev_device *mdev = to_mdev_device(vdev->dev);
-	struct nvmet_mdev_params *p = &ctrl->params;
 	char uuid[UUID_STRING_LEN + 1];
 	int ret;
 
@@ -363,11 +361,7 @@ static int nvmet_mdev_init_dev(struct vfio_device *vdev)
 	mutex_init(&ctrl->lock);
 	nvmet_mdev_irq_init(ctrl);
 
-	p->nr_io_queues = NVMET_MDEV_DEF_IO_QUEUES;
-	p->max_queue_entries = NVMET_MDEV_DEF_QUEUE_ENTRIES;
-	p->mdts = NVMET_MDEV_DEF_MDTS;
-	p->shadow_doorbells = true;
-	p->poll_idle_us = NVMET_MDEV_DEF_POLL_IDLE_US;
+	nvmet_mdev_params_init(&ctrl->params);
 
 	/* The host is the mdev: its NQN and host ID come from the UUID. */
 	snprintf(uuid, sizeof(uuid), "%pUl", &mdev->uuid);
@@ -476,301 +470,6 @@ static const struct vfio_device_ops nvmet_mdev_dev_ops = {
 };
 
 /* ------------------------------------------------------------------ */
-/* Per-mdev sysfs tunables, writable while the device is not open     */
-
-static struct nvmet_mdev_ctrl *dev_to_ctrl(struct device *dev)
-{
-	return dev_get_drvdata(dev);
-}
-
-enum nvmet_mdev_uint_param {
-	NVMET_MDEV_P_NR_IO_QUEUES,
-	NVMET_MDEV_P_MAX_QUEUE_ENTRIES,
-	NVMET_MDEV_P_MDTS,
-	NVMET_MDEV_P_POLL_IDLE_US,
-};
-
-static const struct {
-	u32	min;
-	u32	max;
-} nvmet_mdev_param_range[] = {
-	[NVMET_MDEV_P_NR_IO_QUEUES]	= { 1, NVMET_MDEV_MAX_IO_QUEUES },
-	[NVMET_MDEV_P_MAX_QUEUE_ENTRIES] = { 16, NVMET_MDEV_MAX_QUEUE_ENTRIES },
-	[NVMET_MDEV_P_MDTS]		= { 1, NVMET_MDEV_MAX_MDTS },
-	[NVMET_MDEV_P_POLL_IDLE_US]	= { 0, USEC_PER_SEC },
-};
-
-static u32 nvmet_mdev_param_get(struct nvmet_mdev_params *p,
-				enum nvmet_mdev_uint_param which)
-{
-	switch (which) {
-	case NVMET_MDEV_P_NR_IO_QUEUES:
-		return p->nr_io_queues;
-	case NVMET_MDEV_P_MAX_QUEUE_ENTRIES:
-		return p->max_queue_entries;
-	case NVMET_MDEV_P_MDTS:
-		return p->mdts;
-	case NVMET_MDEV_P_POLL_IDLE_US:
-		return p->poll_idle_us;
-	}
-	return 0;
-}
-
-static void nvmet_mdev_param_set(struct nvmet_mdev_params *p,
-				 enum nvmet_mdev_uint_param which, u32 val)
-{
-	switch (which) {
-	case NVMET_MDEV_P_NR_IO_QUEUES:
-		p->nr_io_queues = val;
-		break;
-	case NVMET_MDEV_P_MAX_QUEUE_ENTRIES:
-		p->max_queue_entries = val;
-		break;
-	case NVMET_MDEV_P_MDTS:
-		p->mdts = val;
-		break;
-	case NVMET_MDEV_P_POLL_IDLE_US:
-		p->poll_idle_us = val;
-		break;
-	}
-}
-
-static ssize_t nvmet_mdev_param_show(struct device *dev, char *buf,
-				     enum nvmet_mdev_uint_param which)
-{
-	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	u32 val;
-
-	mutex_lock(&ctrl->lock);
-	val = nvmet_mdev_param_get(&ctrl->params, which);
-	mutex_unlock(&ctrl->lock);
-	return sysfs_emit(buf, "%u\n", val);
-}
-
-/* Parse a value in the parameter's range and store it under the lock. */
-static ssize_t nvmet_mdev_param_store(struct device *dev, const char *buf,
-				      size_t count,
-				      enum nvmet_mdev_uint_param which)
-{
-	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	u32 val;
-	int ret;
-
-	ret = kstrtou32(buf, 0, &val);
-	if (ret)
-		return ret;
-	if (val < nvmet_mdev_param_range[which].min ||
-	    val > nvmet_mdev_param_range[which].max)
-		return -EINVAL;
-
-	mutex_lock(&ctrl->lock);
-	if (ctrl->open) {
-		ret = -EBUSY;
-	} else {
-		nvmet_mdev_param_set(&ctrl->params, which, val);
-		ret = count;
-	}
-	mutex_unlock(&ctrl->lock);
-	return ret;
-}
-
-static ssize_t nr_io_queues_show(struct device *dev,
-				 struct device_attribute *attr, char *buf)
-{
-	return nvmet_mdev_param_show(dev, buf, NVMET_MDEV_P_NR_IO_QUEUES);
-}
-
-static ssize_t nr_io_queues_store(struct device *dev,
-				  struct device_attribute *attr,
-				  const char *buf, size_t count)
-{
-	return nvmet_mdev_param_store(dev, buf, count,
-				      NVMET_MDEV_P_NR_IO_QUEUES);
-}
-static DEVICE_ATTR_RW(nr_io_queues);
-
-static ssize_t max_queue_entries_show(struct device *dev,
-				      struct device_attribute *attr, char *buf)
-{
-	return nvmet_mdev_param_show(dev, buf, NVMET_MDEV_P_MAX_QUEUE_ENTRIES);
-}
-
-static ssize_t max_queue_entries_store(struct device *dev,
-				       struct device_attribute *attr,
-				       const char *buf, size_t count)
-{
-	return nvmet_mdev_param_store(dev, buf, count,
-				      NVMET_MDEV_P_MAX_QUEUE_ENTRIES);
-}
-static DEVICE_ATTR_RW(max_queue_entries);
-
-static ssize_t mdts_show(struct device *dev, struct device_attribute *attr,
-			 char *buf)
-{
-	return nvmet_mdev_param_show(dev, buf, NVMET_MDEV_P_MDTS);
-}
-
-static ssize_t mdts_store(struct device *dev, struct device_attribute *attr,
-			  const char *buf, size_t count)
-{
-	return nvmet_mdev_param_store(dev, buf, count, NVMET_MDEV_P_MDTS);
-}
-static DEVICE_ATTR_RW(mdts);
-
-static ssize_t poll_idle_us_show(struct device *dev,
-				 struct device_attribute *attr, char *buf)
-{
-	return nvmet_mdev_param_show(dev, buf, NVMET_MDEV_P_POLL_IDLE_US);
-}
-
-static ssize_t poll_idle_us_store(struct device *dev,
-				  struct device_attribute *attr,
-				  const char *buf, size_t count)
-{
-	return nvmet_mdev_param_store(dev, buf, count,
-				      NVMET_MDEV_P_POLL_IDLE_US);
-}
-static DEVICE_ATTR_RW(poll_idle_us);
-
-static const char * const nvmet_mdev_db_mmap_names[] = {
-	[NVMET_MDEV_DB_MMAP_AUTO]	= "auto",
-	[NVMET_MDEV_DB_MMAP_OFF]	= "off",
-	[NVMET_MDEV_DB_MMAP_ON]		= "on",
-};
-
-static ssize_t doorbell_mmap_show(struct device *dev,
-				  struct device_attribute *attr, char *buf)
-{
-	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	u8 val;
-
-	mutex_lock(&ctrl->lock);
-	val = ctrl->params.doorbell_mmap;
-	mutex_unlock(&ctrl->lock);
-	return sysfs_emit(buf, "%s\n", nvmet_mdev_db_mmap_names[val]);
-}
-
-static ssize_t doorbell_mmap_store(struct device *dev,
-				   struct device_attribute *attr,
-				   const char *buf, size_t count)
-{
-	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	int ret;
-
-	ret = sysfs_match_string(nvmet_mdev_db_mmap_names, buf);
-	if (ret < 0)
-		return ret;
-
-	mutex_lock(&ctrl->lock);
-	if (ctrl->open) {
-		ret = -EBUSY;
-	} else {
-		ctrl->params.doorbell_mmap = ret;
-		ret = count;
-	}
-	mutex_unlock(&ctrl->lock);
-	return ret;
-}
-static DEVICE_ATTR_RW(doorbell_mmap);
-
-static ssize_t shadow_doorbells_show(struct device *dev,
-				     struct device_attribute *attr, char *buf)
-{
-	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	bool val;
-
-	mutex_lock(&ctrl->lock);
-	val = ctrl->params.shadow_doorbells;
-	mutex_unlock(&ctrl->lock);
-	return sysfs_emit(buf, "%d\n", val);
-}
-
-static ssize_t shadow_doorbells_store(struct device *dev,
-				      struct device_attribute *attr,
-				      const char *buf, size_t count)
-{
-	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	bool val;
-	int ret;
-
-	ret = kstrtobool(buf, &val);
-	if (ret)
-		return ret;
-
-	mutex_lock(&ctrl->lock);
-	if (ctrl->open) {
-		ret = -EBUSY;
-	} else {
-		ctrl->params.shadow_doorbells = val;
-		ret = count;
-	}
-	mutex_unlock(&ctrl->lock);
-	return ret;
-}
-static DEVICE_ATTR_RW(shadow_doorbells);
-
-static ssize_t subsysnqn_show(struct device *dev,
-			      struct device_attribute *attr, char *buf)
-{
-	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	ssize_t ret;
-
-	mutex_lock(&ctrl->lock);
-	ret = sysfs_emit(buf, "%s\n", ctrl->params.subsysnqn);
-	mutex_unlock(&ctrl->lock);
-	return ret;
-}
-
-static ssize_t subsysnqn_store(struct device *dev,
-			       struct device_attribute *attr,
-			       const char *buf, size_t count)
-{
-	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	size_t len = strcspn(buf, "\n");
-	size_t i;
-	int ret;
-
-	/* Empty: the port's only subsystem.  Otherwise a printable NQN. */
-	if (len >= NVMF_NQN_SIZE)
-		return -EINVAL;
-	for (i = 0; i < len; i++)
-		if (!isgraph(buf[i]))
-			return -EINVAL;
-
-	mutex_lock(&ctrl->lock);
-	if (ctrl->open) {
-		ret = -EBUSY;
-	} else {
-		memcpy(ctrl->params.subsysnqn, buf, len);
-		ctrl->params.subsysnqn[len] = '\0';
-		ret = count;
-	}
-	mutex_unlock(&ctrl->lock);
-	return ret;
-}
-static DEVICE_ATTR_RW(subsysnqn);
-
-static ssize_t hostnqn_show(struct device *dev, struct device_attribute *attr,
-			    char *buf)
-{
-	return sysfs_emit(buf, "%s\n", dev_to_ctrl(dev)->hostnqn);
-}
-static DEVICE_ATTR_RO(hostnqn);
-
-static struct attribute *nvmet_mdev_attrs[] = {
-	&dev_attr_nr_io_queues.attr,
-	&dev_attr_max_queue_entries.attr,
-	&dev_attr_mdts.attr,
-	&dev_attr_shadow_doorbells.attr,
-	&dev_attr_doorbell_mmap.attr,
-	&dev_attr_poll_idle_us.attr,
-	&dev_attr_subsysnqn.attr,
-	&dev_attr_hostnqn.attr,
-	NULL
-};
-ATTRIBUTE_GROUPS(nvmet_mdev);
-
-/* ------------------------------------------------------------------ */
 /* The mdev driver                                                     */
 
 static int nvmet_mdev_probe(struct mdev_device *mdev)
@@ -805,23 +504,6 @@ static void nvmet_mdev_remove(struct mdev_device *mdev)
 	vfio_put_device(&ctrl->vdev);
 }
 
-static ssize_t nvmet_mdev_show_description(struct mdev_type *mtype, char *buf)
-{
-	return sysfs_emit(buf,
-			  "NVMe controller of an nvmet port\n"
-			  "nr_io_queues=%u (1-%u)\n"
-			  "max_queue_entries=%u (16-%u)\n"
-			  "mdts=%u (1-%u)\n"
-			  "shadow_doorbells=1\n"
-			  "doorbell_mmap=auto (auto, on, off)\n"
-			  "poll_idle_us=%u\n",
-			  NVMET_MDEV_DEF_IO_QUEUES, NVMET_MDEV_MAX_IO_QUEUES,
-			  NVMET_MDEV_DEF_QUEUE_ENTRIES,
-			  NVMET_MDEV_MAX_QUEUE_ENTRIES,
-			  NVMET_MDEV_DEF_MDTS, NVMET_MDEV_MAX_MDTS,
-			  NVMET_MDEV_DEF_POLL_IDLE_US);
-}
-
 struct mdev_driver nvmet_mdev_driver = {
 	.device_api		= VFIO_DEVICE_API_PCI_STRING,
 	.max_instances		= NVMET_MDEV_MAX_INSTANCES,
@@ -829,11 +511,11 @@ struct mdev_driver nvmet_mdev_driver = {
 		.name		= "nvmet-mdev",
 		.owner		= THIS_MODULE,
 		.mod_name	= KBUILD_MODNAME,
-		.dev_groups	= nvmet_mdev_groups,
+		.dev_groups	= nvmet_mdev_attr_groups,
 	},
 	.probe			= nvmet_mdev_probe,
 	.remove			= nvmet_mdev_remove,
-	.show_description	= nvmet_mdev_show_description,
+	.show_description	= nvmet_mdev_params_describe,
 };
 
 int nvmet_mdev_register_driver(void)
