@@ -34,6 +34,10 @@
 #define NVMET_MDEV_CAP_MSIX	0x50
 #define NVMET_MDEV_CAP_EXP	0x60
 
+/* PMCSR PowerState values (PCI PM 1.2, 3.2.4): D1 and D2 are not supported. */
+#define NVMET_MDEV_PM_D0	0
+#define NVMET_MDEV_PM_D3HOT	3
+
 static void cfg_set8(struct nvmet_mdev_pci *pci, u32 off, u8 val, u8 wmask)
 {
 	pci->cfg[off] = val;
@@ -250,14 +254,14 @@ void nvmet_mdev_pci_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 		return;
 	new_pm = cfg_get16(pci, pmcsr) & PCI_PM_CTRL_STATE_MASK;
 	switch (new_pm) {
-	case 0:		/* D0 */
-		if (old_pm == 3)
+	case NVMET_MDEV_PM_D0:
+		if (old_pm == NVMET_MDEV_PM_D3HOT)
 			nvmet_mdev_pci_function_reset(ctrl);
 		break;
-	case 3:		/* D3hot */
+	case NVMET_MDEV_PM_D3HOT:
 		break;
 	default:
-		/* D1 and D2 are not supported: the write is ignored. */
+		/* D1 or D2: the write is ignored. */
 		pci->cfg[pmcsr] = (pci->cfg[pmcsr] & ~PCI_PM_CTRL_STATE_MASK) |
 				  old_pm;
 		break;
