@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * NVMe target vfio mediated device (mdev) transport: controller and data
- * path internals shared by regs.c, ctrl.c, queue.c, mem.c, prp.c and
- * dbbuf.c.
+ * path internals shared by regs.c, ctrl.c, sq.c, cq.c, doorbell.c, mem.c
+ * and prp.c.
  *
  * Contexts and locking
  * --------------------
@@ -11,7 +11,7 @@
  *
  * Every SQ (admin SQ included) has a kthread that fetches and executes its
  * commands; a trapped write to an SQ doorbell fetches them itself when
- * that thread is asleep (see queue.c).  Only these runners pin guest
+ * that thread is asleep (see doorbell.c).  Only these runners pin guest
  * memory (vfio_pin_pages()), and they never hold ctrl->lock or any other
  * lock that dma_unmap may wait for while doing so: the vfio type1 backend
  * calls dma_unmap with its device_list_lock held, which it takes under its
@@ -59,7 +59,7 @@
 
 /*
  * sq->state: RUNNING is held by the context fetching from the SQ (its
- * thread while awake, or a trapped doorbell write, see queue.c), which
+ * thread while awake, or a trapped doorbell write, see doorbell.c), which
  * owns the fields marked "runner private"; DEAD: the SQ is being deleted.
  */
 #define NVMET_MDEV_SQ_RUNNING	0
@@ -137,7 +137,7 @@ struct nvmet_mdev_cq {
 	struct list_head	parked;		/* iods whose CQE did not fit */
 	u8			nr_coalesced;
 	struct hrtimer		coalesce_timer;
-	/* moderation of trapped doorbells' interrupts, see queue.c */
+	/* moderation of trapped doorbells' interrupts, see cq.c */
 	bool			moderate;
 	bool			streaming;	/* submits with completions held */
 	bool			deferred;	/* EventIdx left ahead, timer armed */
@@ -241,20 +241,64 @@ static inline void nvmet_mdev_csts_set(struct nvmet_mdev_ctrl *ctrl, u32 set,
 		;
 }
 
-/* queue.c */
-u16 nvmet_mdev_create_cq(struct nvmet_ctrl *tctrl, u16 cqid, u16 flags,
-			 u16 qsize, u64 prp1, u16 vector);
-u16 nvmet_mdev_delete_cq(struct nvmet_ctrl *tctrl, u16 cqid);
+/*
+ * The guest sizes its queues (an SQ has a command context per entry), and
+ * their memory is charged to the memory cgroup of the device's opener (see
+ * nvmet_mdev_sq_thread()).  Beyond the group's limit Create I/O SQ or CQ
+ * fails with Internal Error, which a host survives with fewer queues,
+ * rather than the group's OOM killer picking a victim (the VMM) for the
+ * guest's request; and a guest cannot fill the log with failed allocations.
+ */
+#define NVMET_MDEV_GFP_QUEUE	\
+	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
+/* sq.c */
 u16 nvmet_mdev_create_sq(struct nvmet_ctrl *tctrl, u16 sqid, u16 cqid,
 			 u16 flags, u16 qsize, u64 prp1);
 u16 nvmet_mdev_delete_sq(struct nvmet_ctrl *tctrl, u16 sqid);
-void nvmet_mdev_queue_response(struct nvmet_req *req);
 int nvmet_mdev_start_admin(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_pause(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_sq *self);
 void nvmet_mdev_resume(struct nvmet_mdev_ctrl *ctrl);
-void nvmet_mdev_db_write(struct nvmet_mdev_ctrl *ctrl, u32 off, u32 val);
 void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last);
+int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread);
+bool nvmet_mdev_sq_has_work(struct nvmet_mdev_sq *sq);
+void nvmet_mdev_iod_put(struct nvmet_mdev_iod *iod);
+bool nvmet_mdev_remap_later(struct nvmet_mdev_sq *sq, bool grace);
+u16 nvmet_mdev_check_io_qid(struct nvmet_mdev_ctrl *ctrl, u16 qid);
+void nvmet_mdev_queue_nomem(struct nvmet_mdev_ctrl *ctrl, const char *what,
+			    u16 qid, u32 entries);
+
+/* cq.c */
+u16 nvmet_mdev_create_cq(struct nvmet_ctrl *tctrl, u16 cqid, u16 flags,
+			 u16 qsize, u64 prp1, u16 vector);
+u16 nvmet_mdev_delete_cq(struct nvmet_ctrl *tctrl, u16 cqid);
+void nvmet_mdev_queue_response(struct nvmet_req *req);
+struct nvmet_mdev_cq *nvmet_mdev_cq_alloc(struct nvmet_mdev_ctrl *ctrl,
+					  u16 qid, u16 size, u64 iova,
+					  u16 vector, bool irq_enabled);
+void nvmet_mdev_cq_free(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_cq *cq);
+int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq, bool grace);
+void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq);
+void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq);
+void nvmet_mdev_sq_trap_next(struct nvmet_mdev_sq *sq);
+
+/* doorbell.c */
+void nvmet_mdev_db_write(struct nvmet_mdev_ctrl *ctrl, u32 off, u32 val);
+void nvmet_mdev_db_reset(struct nvmet_mdev_ctrl *ctrl, unsigned int idx);
+bool nvmet_mdev_db_changed(struct nvmet_mdev_ctrl *ctrl, unsigned int idx,
+			   u16 cur, u64 bad);
+void nvmet_mdev_bad_db(struct nvmet_mdev_ctrl *ctrl, u16 qid, u32 val);
+void nvmet_mdev_sq_kick(struct nvmet_mdev_sq *sq);
+void nvmet_mdev_kick_all(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_wake_sleepers(struct nvmet_mdev_sq *self);
+void nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq);
+void nvmet_mdev_sq_unlock(struct nvmet_mdev_sq *sq);
+void nvmet_mdev_sq_thread_lock(struct nvmet_mdev_sq *sq);
+u16 nvmet_mdev_set_dbbuf(struct nvmet_ctrl *tctrl, u64 prp1, u64 prp2);
+void nvmet_mdev_dbbuf_clear(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_dbbuf_sync(void);
+void nvmet_mdev_dbbuf_unmap(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last);
 
 /* mem.c */
 int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
@@ -276,12 +320,6 @@ static inline bool nvmet_mdev_gmap_overlaps(const struct nvmet_mdev_gmap *map,
 /* prp.c */
 u16 nvmet_mdev_map_data(struct nvmet_mdev_iod *iod, size_t len);
 void nvmet_mdev_unmap_data(struct nvmet_mdev_iod *iod);
-
-/* dbbuf.c */
-u16 nvmet_mdev_set_dbbuf(struct nvmet_ctrl *tctrl, u64 prp1, u64 prp2);
-void nvmet_mdev_dbbuf_clear(struct nvmet_mdev_ctrl *ctrl);
-void nvmet_mdev_dbbuf_sync(void);
-void nvmet_mdev_dbbuf_unmap(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last);
 
 /* Doorbell slots, CAP.DSTRD = 0 */
 static inline unsigned int nvmet_mdev_sq_db_idx(u16 qid)

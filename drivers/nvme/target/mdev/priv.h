@@ -6,16 +6,20 @@
  * Files and concerns:
  *   main.c     module init/exit, nvmet transport registration
  *   port.c     one mdev parent (and its mdev type) per nvmet port
- *   vfio.c     mdev probe/remove, vfio_device_ops, regions, mmap
+ *   vfio.c     mdev probe/remove, vfio_device_ops, regions
  *   params.c   the per-mdev tunables (sysfs) and the type's description
  *   pci.c      PCI configuration space emulation (PM, MSI-X, PCIe + FLR)
  *   irq.c      VFIO_DEVICE_SET_IRQS: MSI-X / INTx / REQ eventfds
  *   regs.c     BAR0 controller registers, CC/CSTS state machine
  *   ctrl.c     controller enable/disable/reset, nvmet controller, ops table
- *   queue.c    SQ/CQ objects, per-SQ kthreads, completion posting
+ *   sq.c       SQs and their kthreads, fetching commands, pausing, queue
+ *              creation and deletion
+ *   cq.c       CQs, completion posting, interrupt moderation and coalescing
+ *   doorbell.c the doorbell page (mmap, zap, fault), trapped doorbell
+ *              writes, the threads' sleep and wake-up protocol, shadow
+ *              doorbells (Doorbell Buffer Config) and EventIdx
  *   mem.c      guest memory: pin cache, dma_unmap, ring mappings
  *   prp.c      PRP and SGL translation into scatterlists over guest pages
- *   dbbuf.c    shadow doorbells (Doorbell Buffer Config) and EventIdx
  *   debugfs.c  per-mdev event counters
  *   model.h    the device model a guest sees (IDs, BARs) and the limits
  */
@@ -71,6 +75,16 @@ struct nvmet_mdev_port {
  */
 int nvmet_mdev_port_subsysnqn(struct nvmet_mdev_port *port, const char *want,
 			      char *nqn);
+
+/* The vfio regions: the index in the top bits of the file offset. */
+#define NVMET_MDEV_REGION_SHIFT		40
+#define NVMET_MDEV_REGION_OFFSET(i)	((u64)(i) << NVMET_MDEV_REGION_SHIFT)
+#define NVMET_MDEV_REGION_MASK		(NVMET_MDEV_REGION_OFFSET(1) - 1)
+
+/* The doorbell page can only be mmapped where it is a whole page. */
+#define NVMET_MDEV_DB_MMAP	(NVMET_MDEV_DB_SIZE / PAGE_SIZE == 1 && \
+				 IS_ALIGNED(NVME_REG_DBS, PAGE_SIZE))
+
 extern struct mdev_driver nvmet_mdev_driver;	/* vfio.c */
 /* The class of the mdev parent devices; main.c calls these at init/exit. */
 int nvmet_mdev_port_init(void);
@@ -213,7 +227,7 @@ struct nvmet_mdev_ctrl {
 	struct nvmet_mdev_pci	pci;
 	struct nvmet_mdev_irqs	irqs;
 
-	/* controller (regs.c, ctrl.c, queue.c, mem.c, prp.c, dbbuf.c) */
+	/* controller (regs.c, ctrl.c, sq.c, cq.c, doorbell.c, mem.c, prp.c) */
 	struct nvmet_ctrl	*tctrl;		/* NULL while CC.EN = 0 */
 	struct page		*db_page;	/* BAR0 doorbells, mmap-able */
 	__le32			*db;		/* page_address(db_page) */
@@ -277,8 +291,8 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
  * ctrl->lock: the writer may fetch and submit an I/O SQ's new commands.
  */
 void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off);
-/* A guest touched the zapped doorbell page: wake sleeping queue threads. */
-void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl);
+/* vfio_device_ops.mmap: the doorbell page, the only part of BAR0 mapped. */
+int nvmet_mdev_mmap(struct vfio_device *vdev, struct vm_area_struct *vma);
 /* vfio dma_unmap callback: drop every pin in [iova, iova + length). */
 void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length);
 
@@ -289,8 +303,6 @@ void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length);
 void nvmet_mdev_irq_raise(struct nvmet_mdev_ctrl *ctrl, u16 vector);
 /* Whether @vector may be used by a CQ now (Create I/O CQ check). */
 bool nvmet_mdev_irq_vector_valid(struct nvmet_mdev_ctrl *ctrl, u16 vector);
-/* Unmap the doorbell page from every user mapping; next access faults. */
-void nvmet_mdev_doorbell_zap(struct nvmet_mdev_ctrl *ctrl);
 
 /* main.c / ctrl.c */
 extern const struct nvmet_fabrics_ops nvmet_mdev_fabrics_ops;

@@ -16,14 +16,6 @@
 
 #include "priv.h"
 
-#define NVMET_MDEV_REGION_SHIFT		40
-#define NVMET_MDEV_REGION_OFFSET(i)	((u64)(i) << NVMET_MDEV_REGION_SHIFT)
-#define NVMET_MDEV_REGION_MASK		(NVMET_MDEV_REGION_OFFSET(1) - 1)
-
-/* The doorbell page can only be mmapped where it is a whole page. */
-#define NVMET_MDEV_DB_MMAP	(NVMET_MDEV_DB_SIZE / PAGE_SIZE == 1 && \
-				 IS_ALIGNED(NVME_REG_DBS, PAGE_SIZE))
-
 /* ------------------------------------------------------------------ */
 /* Region accesses                                                     */
 
@@ -155,71 +147,6 @@ static ssize_t nvmet_mdev_write(struct vfio_device *vdev,
 {
 	/* The buffer is only read from; the helpers share one signature. */
 	return nvmet_mdev_rw(vdev, (char __user *)ubuf, count, ppos, true);
-}
-
-/* ------------------------------------------------------------------ */
-/* The doorbell page mapping                                           */
-
-static vm_fault_t nvmet_mdev_db_fault(struct vm_fault *vmf)
-{
-	struct vm_area_struct *vma = vmf->vma;
-	struct nvmet_mdev_ctrl *ctrl = vma->vm_private_data;
-	vm_fault_t ret;
-
-	/*
-	 * Map the page before waking the queue threads: a thread that zaps
-	 * the mapping again after this will be woken by the next fault.
-	 */
-	ret = vmf_insert_page(vma, vmf->address, ctrl->db_page);
-	nvmet_mdev_doorbell_fault(ctrl);
-	return ret;
-}
-
-static const struct vm_operations_struct nvmet_mdev_db_vm_ops = {
-	.fault = nvmet_mdev_db_fault,
-};
-
-static int nvmet_mdev_mmap(struct vfio_device *vdev, struct vm_area_struct *vma)
-{
-	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
-	u64 db = NVMET_MDEV_REGION_OFFSET(VFIO_PCI_BAR0_REGION_INDEX) +
-		 NVME_REG_DBS;
-
-	if (!NVMET_MDEV_DB_MMAP || !ctrl->db_page || !ctrl->db_mmap)
-		return -EINVAL;
-	if (vma->vm_pgoff != db >> PAGE_SHIFT ||
-	    vma->vm_end - vma->vm_start != NVMET_MDEV_DB_SIZE)
-		return -EINVAL;
-	if (!(vma->vm_flags & VM_SHARED))
-		return -EINVAL;
-
-	/*
-	 * A mixed map of an ordinary page, not a PFN map: KVM maps it into
-	 * the guest through GUP, and the zap still reaches KVM through the
-	 * MMU notifiers.  With VM_PFNMAP and vmf_insert_pfn() of this RAM
-	 * page, KVM_RUN failed with -EFAULT on the guest's first doorbell
-	 * write.
-	 */
-	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
-	vma->vm_ops = &nvmet_mdev_db_vm_ops;
-	vma->vm_private_data = ctrl;
-	return 0;
-}
-
-/**
- * nvmet_mdev_doorbell_zap() - unmap the doorbell page from user space
- * @ctrl: the controller
- *
- * The next user access to the page faults, which wakes the queue threads
- * and maps the page again.
- */
-void nvmet_mdev_doorbell_zap(struct nvmet_mdev_ctrl *ctrl)
-{
-	if (!NVMET_MDEV_DB_MMAP || !ctrl->db_mmap)
-		return;
-	unmap_mapping_range(ctrl->vdev.inode->i_mapping,
-			    NVMET_MDEV_REGION_OFFSET(VFIO_PCI_BAR0_REGION_INDEX) +
-			    NVME_REG_DBS, NVMET_MDEV_DB_SIZE, true);
 }
 
 /* ------------------------------------------------------------------ */
