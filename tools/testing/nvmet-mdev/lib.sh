@@ -11,7 +11,7 @@ NVMET_CFS=/sys/kernel/config/nvmet
 _tap_n=0
 _tap_failed=0
 
-# ok COND DESCRIPTION: one TAP result; COND is a command.
+# tap_ok DESCRIPTION COMMAND [ARGS...]: one TAP result, ok if COMMAND succeeds.
 tap_ok() {
 	local desc=$1; shift
 	_tap_n=$((_tap_n + 1))
