@@ -14,52 +14,6 @@
 
 #include "datapath.h"
 
-/* Controller Capabilities fields (NVMe Base 2.1, 3.1.4.1). */
-#define NVMET_MDEV_CAP_MQES	GENMASK_ULL(15, 0)
-#define NVMET_MDEV_CAP_CQR	BIT_ULL(16)
-#define NVMET_MDEV_CAP_TO	GENMASK_ULL(31, 24)
-#define NVMET_MDEV_CAP_CSS	GENMASK_ULL(44, 37)
-
-/* CAP.TO: worst case time to become ready, in 500 ms units (as nvmet). */
-#define NVMET_MDEV_READY_TIMEOUT	15
-
-static u16 nvmet_mdev_mqes(struct nvmet_mdev_ctrl *ctrl)
-{
-	int port_max = ctrl->port->nport->max_queue_size;
-	u32 n = ctrl->params.max_queue_entries;
-
-	/* nvmet limits CAP.MQES to the port's max_queue_size. */
-	if (port_max <= 0)
-		port_max = NVMET_MAX_QUEUE_SIZE;
-	n = min3(n, (u32)port_max, (u32)NVMET_MAX_QUEUE_SIZE);
-	return max(n, 2U) - 1;
-}
-
-/**
- * nvmet_mdev_regs_reset() - controller registers to their reset values
- * @ctrl: the controller, disabled
- * @admin_queue: clear AQA, ASQ and ACQ too (power-on and function level
- *	reset); a controller reset (CC.EN cleared) keeps them
- */
-void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl, bool admin_queue)
-{
-	ctrl->regs.cap = FIELD_PREP(NVMET_MDEV_CAP_MQES, nvmet_mdev_mqes(ctrl)) |
-		NVMET_MDEV_CAP_CQR |
-		FIELD_PREP(NVMET_MDEV_CAP_TO, NVMET_MDEV_READY_TIMEOUT) |
-		FIELD_PREP(NVMET_MDEV_CAP_CSS, NVME_CAP_CSS_NVM | NVME_CAP_CSS_CSI);
-	if (!ctrl->regs.vs)
-		ctrl->regs.vs = NVMET_DEFAULT_VS;
-	ctrl->regs.intms = 0;
-	ctrl->regs.cc = 0;
-	WRITE_ONCE(ctrl->regs.csts, 0);
-	memset(ctrl->db, 0, NVMET_MDEV_DB_SIZE);
-	if (admin_queue) {
-		ctrl->regs.aqa = 0;
-		ctrl->regs.asq = 0;
-		ctrl->regs.acq = 0;
-	}
-}
-
 /**
  * nvmet_mdev_ctrl_fatal() - report a controller fatal status (CSTS.CFS)
  * @ctrl: the controller; any context

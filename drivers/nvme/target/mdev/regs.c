@@ -24,6 +24,46 @@
 				 NVME_CC_SHN_MASK | NVME_CC_IOSQES_MASK | \
 				 NVME_CC_IOCQES_MASK)
 
+/* CAP.TO: worst case time to become ready, in 500 ms units (as nvmet). */
+#define NVMET_MDEV_READY_TIMEOUT	15
+
+static u16 nvmet_mdev_mqes(struct nvmet_mdev_ctrl *ctrl)
+{
+	int port_max = ctrl->port->nport->max_queue_size;
+	u32 n = ctrl->params.max_queue_entries;
+
+	/* nvmet limits CAP.MQES to the port's max_queue_size. */
+	if (port_max <= 0)
+		port_max = NVMET_MAX_QUEUE_SIZE;
+	n = min3(n, (u32)port_max, (u32)NVMET_MAX_QUEUE_SIZE);
+	return max(n, 2U) - 1;
+}
+
+/**
+ * nvmet_mdev_regs_reset() - controller registers to their reset values
+ * @ctrl: the controller, disabled
+ * @admin_queue: clear AQA, ASQ and ACQ too (power-on and function level
+ *	reset); a controller reset (CC.EN cleared) keeps them
+ */
+void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl, bool admin_queue)
+{
+	ctrl->regs.cap = FIELD_PREP(NVMET_MDEV_CAP_MQES, nvmet_mdev_mqes(ctrl)) |
+		NVMET_MDEV_CAP_CQR |
+		FIELD_PREP(NVMET_MDEV_CAP_TO, NVMET_MDEV_READY_TIMEOUT) |
+		FIELD_PREP(NVMET_MDEV_CAP_CSS, NVME_CAP_CSS_NVM | NVME_CAP_CSS_CSI);
+	if (!ctrl->regs.vs)
+		ctrl->regs.vs = NVMET_DEFAULT_VS;
+	ctrl->regs.intms = 0;
+	ctrl->regs.cc = 0;
+	WRITE_ONCE(ctrl->regs.csts, 0);
+	memset(ctrl->db, 0, NVMET_MDEV_DB_SIZE);
+	if (admin_queue) {
+		ctrl->regs.aqa = 0;
+		ctrl->regs.asq = 0;
+		ctrl->regs.acq = 0;
+	}
+}
+
 static u64 nvmet_mdev_reg_value(struct nvmet_mdev_ctrl *ctrl, u32 off)
 {
 	switch (off) {
