@@ -17,7 +17,7 @@
  * calls dma_unmap with its device_list_lock held, which it takes under its
  * iommu->lock, the lock vfio_pin_pages() takes.  dma_unmap therefore
  * excludes the runners with a lock-free pause protocol (pause_count,
- * sq->parked, NVMET_MDEV_SQ_RUNNING) instead of a lock.
+ * sq->paused, NVMET_MDEV_SQ_RUNNING) instead of a lock.
  *
  * dp->qlock (mutex) serialises creation and deletion of queues (admin
  * commands, enable/disable); the queue arrays are read under RCU.
@@ -172,7 +172,7 @@ struct nvmet_mdev_sq {
 	wait_queue_head_t	wq;
 	bool			kicked;
 	bool			asleep;		/* set under dp->pause_lock */
-	bool			parked;		/* dp->pause_lock */
+	bool			paused;		/* dp->pause_lock */
 	u64			watch_until;	/* local_clock(), admin SQ */
 	u64			watch_ns;	/* its last window, admin SQ */
 	u32			watch_digest;	/* of the doorbells at that fault */

@@ -23,21 +23,21 @@
 
 #include "datapath.h"
 
-/* Park the calling queue thread while the data path is paused. */
+/* Hold the calling queue thread while the data path is paused. */
 static bool nvmet_mdev_sq_check_pause(struct nvmet_mdev_sq *sq)
 {
 	struct nvmet_mdev_dp *dp = sq->dp;
 
-	if (likely(!READ_ONCE(dp->pause_count) && !sq->parked))
+	if (likely(!READ_ONCE(dp->pause_count) && !sq->paused))
 		return false;
 
 	spin_lock(&dp->pause_lock);
 	if (!dp->pause_count) {
-		sq->parked = false;
+		sq->paused = false;
 		spin_unlock(&dp->pause_lock);
 		return false;
 	}
-	sq->parked = true;
+	sq->paused = true;
 	spin_unlock(&dp->pause_lock);
 
 	nvmet_mdev_sq_unlock(sq);	/* wakes the pauser */
@@ -47,23 +47,23 @@ static bool nvmet_mdev_sq_check_pause(struct nvmet_mdev_sq *sq)
 	return true;
 }
 
-static bool nvmet_mdev_sq_is_parked(struct nvmet_mdev_sq *sq)
+static bool nvmet_mdev_sq_is_paused(struct nvmet_mdev_sq *sq)
 {
-	bool parked;
+	bool paused;
 
 	spin_lock(&sq->dp->pause_lock);
-	parked = (sq->parked || !sq->thread) &&
+	paused = (sq->paused || !sq->thread) &&
 		 !test_bit(NVMET_MDEV_SQ_RUNNING, &sq->state);
 	spin_unlock(&sq->dp->pause_lock);
-	return parked;
+	return paused;
 }
 
-static void nvmet_mdev_wait_parked(struct nvmet_mdev_sq *sq, bool drain)
+static void nvmet_mdev_wait_paused(struct nvmet_mdev_sq *sq, bool drain)
 {
 	struct nvmet_mdev_dp *dp = sq->dp;
 
 	nvmet_mdev_sq_kick(sq);
-	wait_event(dp->pause_wq, nvmet_mdev_sq_is_parked(sq));
+	wait_event(dp->pause_wq, nvmet_mdev_sq_is_paused(sq));
 	if (drain)
 		wait_event(dp->pause_wq, !atomic_read(&sq->inflight));
 }
@@ -72,7 +72,7 @@ static void nvmet_mdev_wait_parked(struct nvmet_mdev_sq *sq, bool drain)
  * nvmet_mdev_pause() - stop the queue threads between two commands
  * @ctrl: the controller
  * @self: the SQ the caller fetches from (admin SQ, Doorbell Buffer Config), or
- *	NULL for dma_unmap (ctrl->lock held): then all threads are parked and
+ *	NULL for dma_unmap (ctrl->lock held): then all threads are paused and
  *	every command holding guest data pages has completed on return.
  *
  * Pauses nest; each one must be followed by nvmet_mdev_resume().
@@ -89,12 +89,12 @@ void nvmet_mdev_pause(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_sq *self)
 	/* pause_count before RUNNING: pairs with nvmet_mdev_db_written() */
 	smp_mb();
 
-	/* Admin commands create and delete queues: park their SQ first. */
+	/* Admin commands create and delete queues: pause their SQ first. */
 	if (!self) {
 		sq = rcu_dereference_protected(dp->sqs[0],
 					       lockdep_is_held(&ctrl->lock));
 		if (sq)
-			nvmet_mdev_wait_parked(sq, true);
+			nvmet_mdev_wait_paused(sq, true);
 	}
 
 	mutex_lock(&dp->qlock);
@@ -102,7 +102,7 @@ void nvmet_mdev_pause(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_sq *self)
 		sq = rcu_dereference_protected(dp->sqs[qid],
 					       lockdep_is_held(&dp->qlock));
 		if (sq && sq != self)
-			nvmet_mdev_wait_parked(sq, !self);
+			nvmet_mdev_wait_paused(sq, !self);
 	}
 	mutex_unlock(&dp->qlock);
 }
