@@ -282,10 +282,10 @@ void nvmet_mdev_ctrl_reset(struct nvmet_mdev_ctrl *ctrl);
 /* PCI_COMMAND bus mastering was turned on or off; ctrl->lock held. */
 void nvmet_mdev_bus_master_changed(struct nvmet_mdev_ctrl *ctrl);
 /* BAR0 register page (offsets < NVME_REG_DBS) and doorbells; lock held. */
-int nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
-			 u32 count);
-int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
-			  const void *buf, u32 count);
+void nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
+			  u32 count);
+void nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
+			   const void *buf, u32 count);
 /*
  * After a trapped write to the doorbell page (@off in the page), without
  * ctrl->lock: the writer may fetch and submit an I/O SQ's new commands.

@@ -101,11 +101,9 @@ static bool nvmet_mdev_reg_is64(u32 off)
  * @off: offset in BAR0, below NVME_REG_DBS + NVMET_MDEV_DB_SIZE
  * @buf: receives @count bytes, little endian
  * @count: 1, 2, 4 or 8, @off aligned to it
- *
- * Return: 0.
  */
-int nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
-			 u32 count)
+void nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
+			  u32 count)
 {
 	__le64 le;
 	u64 val = 0;
@@ -129,7 +127,6 @@ int nvmet_mdev_regs_read(struct nvmet_mdev_ctrl *ctrl, u32 off, void *buf,
 
 	le = cpu_to_le64(val);
 	memcpy(buf, &le, count);
-	return 0;
 }
 
 static void nvmet_mdev_write_cc(struct nvmet_mdev_ctrl *ctrl, u32 new)
@@ -175,11 +172,9 @@ static void nvmet_mdev_write_cc(struct nvmet_mdev_ctrl *ctrl, u32 new)
  * @off: offset in BAR0, below NVME_REG_DBS + NVMET_MDEV_DB_SIZE
  * @buf: @count bytes, little endian
  * @count: 1, 2, 4 or 8, @off aligned to it
- *
- * Return: 0.
  */
-int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
-			  const void *buf, u32 count)
+void nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
+			   const void *buf, u32 count)
 {
 	__le64 le = 0;
 	u64 val;
@@ -187,7 +182,7 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 	lockdep_assert_held(&ctrl->lock);
 
 	if (count != 4 && count != 8)
-		return 0;
+		return;
 	memcpy(&le, buf, count);
 	val = le64_to_cpu(le);
 
@@ -195,7 +190,7 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 		if (count == 4 && IS_ALIGNED(off, 4))
 			nvmet_mdev_db_write(ctrl, off - NVME_REG_DBS,
 					    val);
-		return 0;
+		return;
 	}
 
 	if (count == 8) {
@@ -207,7 +202,7 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 			ctrl->regs.acq = ALIGN_DOWN(val, NVMET_MDEV_MPS);
 			break;
 		}
-		return 0;
+		return;
 	}
 
 	switch (off) {
@@ -243,5 +238,4 @@ int nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
 		/* CAP, VS, CSTS are read only; NSSR and the rest ignored. */
 		break;
 	}
-	return 0;
 }

@@ -66,7 +66,6 @@ static int nvmet_mdev_bar0_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
 			      size_t count, u64 off, bool write)
 {
 	u64 val = 0;
-	int ret = 0;
 
 	if (!nvmet_mdev_bar_access_ok(off, count, NVMET_MDEV_BAR0_SIZE))
 		return -EINVAL;
@@ -83,12 +82,10 @@ static int nvmet_mdev_bar0_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
 
 	mutex_lock(&ctrl->lock);
 	if (write)
-		ret = nvmet_mdev_regs_write(ctrl, off, &val, count);
+		nvmet_mdev_regs_write(ctrl, off, &val, count);
 	else
-		ret = nvmet_mdev_regs_read(ctrl, off, &val, count);
+		nvmet_mdev_regs_read(ctrl, off, &val, count);
 	mutex_unlock(&ctrl->lock);
-	if (ret)
-		return ret;
 	if (write && off >= NVME_REG_DBS && count == 4)
 		nvmet_mdev_db_written(ctrl, off - NVME_REG_DBS);
 
