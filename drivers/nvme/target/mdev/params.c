@@ -44,12 +44,9 @@ static ssize_t nvmet_mdev_uint_show(struct device *dev,
 	struct nvmet_mdev_uint_attr *a =
 		container_of(dattr, struct nvmet_mdev_uint_attr, dattr);
 	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	u32 val;
 
-	mutex_lock(&ctrl->lock);
-	val = *nvmet_mdev_uint(&ctrl->params, a);
-	mutex_unlock(&ctrl->lock);
-	return sysfs_emit(buf, "%u\n", val);
+	guard(mutex)(&ctrl->lock);
+	return sysfs_emit(buf, "%u\n", *nvmet_mdev_uint(&ctrl->params, a));
 }
 
 static ssize_t nvmet_mdev_uint_store(struct device *dev,
@@ -68,15 +65,11 @@ static ssize_t nvmet_mdev_uint_store(struct device *dev,
 	if (val < a->min || val > a->max)
 		return -EINVAL;
 
-	mutex_lock(&ctrl->lock);
-	if (ctrl->open) {
-		ret = -EBUSY;
-	} else {
-		*nvmet_mdev_uint(&ctrl->params, a) = val;
-		ret = count;
-	}
-	mutex_unlock(&ctrl->lock);
-	return ret;
+	guard(mutex)(&ctrl->lock);
+	if (ctrl->open)
+		return -EBUSY;
+	*nvmet_mdev_uint(&ctrl->params, a) = val;
+	return count;
 }
 
 #define NVMET_MDEV_UINT_ATTR(_name, _def, _min, _max)			\
@@ -123,12 +116,10 @@ static ssize_t doorbell_mmap_show(struct device *dev,
 				  struct device_attribute *attr, char *buf)
 {
 	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	u8 val;
 
-	mutex_lock(&ctrl->lock);
-	val = ctrl->params.doorbell_mmap;
-	mutex_unlock(&ctrl->lock);
-	return sysfs_emit(buf, "%s\n", nvmet_mdev_db_mmap_names[val]);
+	guard(mutex)(&ctrl->lock);
+	return sysfs_emit(buf, "%s\n",
+			  nvmet_mdev_db_mmap_names[ctrl->params.doorbell_mmap]);
 }
 
 static ssize_t doorbell_mmap_store(struct device *dev,
@@ -142,15 +133,11 @@ static ssize_t doorbell_mmap_store(struct device *dev,
 	if (ret < 0)
 		return ret;
 
-	mutex_lock(&ctrl->lock);
-	if (ctrl->open) {
-		ret = -EBUSY;
-	} else {
-		ctrl->params.doorbell_mmap = ret;
-		ret = count;
-	}
-	mutex_unlock(&ctrl->lock);
-	return ret;
+	guard(mutex)(&ctrl->lock);
+	if (ctrl->open)
+		return -EBUSY;
+	ctrl->params.doorbell_mmap = ret;
+	return count;
 }
 static DEVICE_ATTR_RW(doorbell_mmap);
 
@@ -158,12 +145,9 @@ static ssize_t shadow_doorbells_show(struct device *dev,
 				     struct device_attribute *attr, char *buf)
 {
 	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	bool val;
 
-	mutex_lock(&ctrl->lock);
-	val = ctrl->params.shadow_doorbells;
-	mutex_unlock(&ctrl->lock);
-	return sysfs_emit(buf, "%d\n", val);
+	guard(mutex)(&ctrl->lock);
+	return sysfs_emit(buf, "%d\n", ctrl->params.shadow_doorbells);
 }
 
 static ssize_t shadow_doorbells_store(struct device *dev,
@@ -178,15 +162,11 @@ static ssize_t shadow_doorbells_store(struct device *dev,
 	if (ret)
 		return ret;
 
-	mutex_lock(&ctrl->lock);
-	if (ctrl->open) {
-		ret = -EBUSY;
-	} else {
-		ctrl->params.shadow_doorbells = val;
-		ret = count;
-	}
-	mutex_unlock(&ctrl->lock);
-	return ret;
+	guard(mutex)(&ctrl->lock);
+	if (ctrl->open)
+		return -EBUSY;
+	ctrl->params.shadow_doorbells = val;
+	return count;
 }
 static DEVICE_ATTR_RW(shadow_doorbells);
 
@@ -194,12 +174,9 @@ static ssize_t subsysnqn_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
 {
 	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	ssize_t ret;
 
-	mutex_lock(&ctrl->lock);
-	ret = sysfs_emit(buf, "%s\n", ctrl->params.subsysnqn);
-	mutex_unlock(&ctrl->lock);
-	return ret;
+	guard(mutex)(&ctrl->lock);
+	return sysfs_emit(buf, "%s\n", ctrl->params.subsysnqn);
 }
 
 static ssize_t subsysnqn_store(struct device *dev,
@@ -209,7 +186,6 @@ static ssize_t subsysnqn_store(struct device *dev,
 	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
 	size_t len = strcspn(buf, "\n");
 	size_t i;
-	int ret;
 
 	/* Empty: the port's only subsystem.  Otherwise a printable NQN. */
 	if (len >= NVMF_NQN_SIZE)
@@ -218,16 +194,12 @@ static ssize_t subsysnqn_store(struct device *dev,
 		if (!isgraph(buf[i]))
 			return -EINVAL;
 
-	mutex_lock(&ctrl->lock);
-	if (ctrl->open) {
-		ret = -EBUSY;
-	} else {
-		memcpy(ctrl->params.subsysnqn, buf, len);
-		ctrl->params.subsysnqn[len] = '\0';
-		ret = count;
-	}
-	mutex_unlock(&ctrl->lock);
-	return ret;
+	guard(mutex)(&ctrl->lock);
+	if (ctrl->open)
+		return -EBUSY;
+	memcpy(ctrl->params.subsysnqn, buf, len);
+	ctrl->params.subsysnqn[len] = '\0';
+	return count;
 }
 static DEVICE_ATTR_RW(subsysnqn);
 
