@@ -20,24 +20,9 @@ fi
 
 deb=$(ls "$apt"/download/"${pkg}"_"${ver}"_all.deb 2>/dev/null || true)
 if [ -z "$deb" ]; then
-	uri=$("$(dirname "$0")"/debian-mirror.sh)
-	mkdir -p "$apt"/etc/apt.conf.d "$apt"/etc/preferences.d "$apt"/lists/partial \
-		"$apt"/cache/archives/partial "$apt"/state "$apt"/download
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" \
-		> "$apt"/etc/sources.list
-	cat > "$apt"/apt.conf <<-EOF
-	Dir::Etc "$apt/etc";
-	Dir::Etc::sourcelist "$apt/etc/sources.list";
-	Dir::Etc::sourceparts "-";
-	Dir::State "$apt/state";
-	Dir::State::lists "$apt/lists";
-	Dir::State::status "/dev/null";
-	Dir::Cache "$apt/cache";
-	Acquire::Languages "none";
-	APT::Sandbox::User "root";
-	EOF
-	export APT_CONFIG=$apt/apt.conf
-	apt-get -q update
+	APT_CONFIG=$("$(dirname "$0")"/private-apt.sh "$apt" deb "$suite")
+	export APT_CONFIG
+	mkdir -p "$apt"/download
 	(cd "$apt"/download && apt-get -q download "$pkg=$ver")
 	deb=$(ls "$apt"/download/"${pkg}"_"${ver}"_all.deb)
 fi
