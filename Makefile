@@ -33,7 +33,7 @@ export KBUILD_BUILD_HOST := build
 KMAKE		= $(MAKE) -C $(SRC) O=$(OBJ) CC="ccache gcc" -j$(JOBS) \
 		  KCFLAGS="$(KCFLAGS)"
 
-.PHONY: all help deps kernel source config client check demo lint \
+.PHONY: all help deps kernel source config client fio check demo lint \
 	patches shell test bench clean distclean
 
 all: kernel
@@ -41,6 +41,7 @@ all: kernel
 help:
 	@echo "make deps      install the Debian packages the build and tests need"
 	@echo "make kernel    fetch, patch, configure and build: build/bzImage, build/modules/"
+	@echo "make fio       the test VMs' fio (Debian's, static and lean): build/fio/fio"
 	@echo "make check     build, boot the test VM and run every test (TAP)"
 	@echo "make test T=name   run one test (tools/testing/nvmet-mdev/tests/name.sh)"
 	@echo "make patches   the whole work as a format-patch series in build/patches/"
@@ -103,23 +104,29 @@ lint: kernel
 client: kernel
 	$(MAKE) -C $(HARNESS)/client
 
+# The test VMs' fio (see build-fio.sh): the installed fio's source, built
+# static and without the engines that pull in 64 shared libraries, which a
+# nested guest takes tens of seconds to load at every start.
+fio: deps
+	$(HARNESS)/build-fio.sh $(BUILD)
+
 # The whole work as a git format-patch series against the pristine source.
 patches: source
 	$(HARNESS)/make-patches.sh $(TOP) $(SRC) $(BUILD)/patches
 
-check: deps kernel client patches
+check: deps kernel client fio patches
 	$(HARNESS)/run-tests.sh
 
-test: kernel client
+test: kernel client fio
 	$(HARNESS)/run-tests.sh $(T)
 
-demo: deps kernel
+demo: deps kernel fio
 	$(HARNESS)/demo.sh
 
 shell: kernel
 	$(HARNESS)/vm.sh --interactive
 
-bench: deps kernel
+bench: deps kernel fio
 	$(HARNESS)/bench.sh
 
 clean:
