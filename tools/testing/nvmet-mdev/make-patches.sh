@@ -5,9 +5,11 @@
 # kernel source, in the order upstream would take it:
 #  - patches/series in its order: the stand-alone fixes first, then the
 #    core changes the driver needs;
-#  - the driver (drivers/nvme/target/mdev/, its header, its documentation
-#    and ABI entry) folded into the series patch that hooks it into Kconfig
-#    and the Makefile, so that the tree builds at every step;
+#  - our files in the nvmet core (the PCI transports' helpers and their
+#    KUnit tests) folded into the series patch whose Makefile names them,
+#    and the driver (drivers/nvme/target/mdev/, its documentation and ABI
+#    entry) into the one that hooks it into Kconfig and the Makefile, so
+#    that the tree builds at every step;
 #  - the selftests (tools/testing/nvmet-mdev/) as a patch of their own,
 #    right before the MAINTAINERS entry that names them.
 #
@@ -93,6 +95,21 @@ while read -r p; do
 	fi
 	git am -q --committer-date-is-author-date "$repo/patches/$p" ||
 		die "$p does not apply in order"
+	# The patch that names a file's object in a Makefile brings the file
+	# (the nvmet core's PCI helpers, their KUnit tests), with its header.
+	fold=()
+	for f in "${driver[@]}"; do
+		case $f in "$marker"/*) continue ;; esac
+		[ -e "$work/$f" ] && continue
+		o=$(basename "${f%.*}").o d=$(dirname "$f")
+		grep -qsw -- "$o" "$work/$d/Makefile" "$work/$(dirname "$d")/Makefile" &&
+			fold+=("$f")
+	done
+	if [ ${#fold[@]} -gt 0 ]; then
+		(cd "$repo" && cp --parents -t "$work" "${fold[@]}")
+		git add -A
+		git commit -q --amend --no-edit
+	fi
 	# The patch that hooks the driver into the build brings the driver.
 	if grep -qs 'mdev/Kconfig' "$work/drivers/nvme/target/Kconfig" &&
 	   [ ! -e "$work/$marker" ]; then

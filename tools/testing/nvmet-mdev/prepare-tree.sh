@@ -8,8 +8,9 @@
 # so only the files the patches touch get new timestamps and kbuild rebuilds
 # only what depends on them.
 #
-# Our own files (the driver directory, the header, the documentation) are
-# symlinked into the tree, so editing them needs no copy step at all.
+# Our own files (the driver directory, the nvmet core's PCI transport
+# helpers and their KUnit tests, the documentation) are symlinked into the
+# tree, so editing them needs no copy step at all.
 #
 # Usage: prepare-tree.sh REPO_DIR SRC_DIR
 set -euo pipefail
@@ -62,5 +63,8 @@ link() {
 # takes the driver's files from these links).
 find "$src" -xtype l -lname "$repo/*" -delete
 link drivers/nvme/target/mdev
+link drivers/nvme/target/pci-common.c
+link drivers/nvme/target/pci-common.h
+link drivers/nvme/target/tests/pci_common_kunit.c
 link Documentation/nvme/mdev.rst
 link Documentation/ABI/testing/sysfs-bus-mdev-devices-nvmet-mdev

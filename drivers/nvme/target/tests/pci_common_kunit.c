@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for the NVMe target's PCI transport helpers: the PRP and SGL
+ * walks, against a host memory that is an array here.
+ */
+
+#include <kunit/test.h>
+#include <linux/nvme.h>
+#include <linux/slab.h>
+#include <linux/sizes.h>
+#include "../nvmet.h"
+#include "../pci-common.h"
+
+/* The host memory: MEM_PAGES pages of 4 KiB from PCI address MEM_BASE. */
+#define MEM_BASE	0x10000000ULL
+#define MEM_PAGES	16
+#define MEM_SIZE	(MEM_PAGES * SZ_4K)
+#define PAGE_ADDR(n)	(MEM_BASE + (u64)(n) * SZ_4K)
+#define MAX_RANGES	600
+
+struct host {
+	u8	*mem;
+	u64	lo, hi;			/* the lowest and highest byte read */
+	int	reads;
+	int	fail_add;		/* fail the n-th add (1-based) ... */
+	int	add_error;		/* ... with this */
+	int	nr;
+	u64	addr[MAX_RANGES];
+	u64	len[MAX_RANGES];
+};
+
+static int host_read(void *priv, u64 addr, void *buf, size_t len)
+{
+	struct host *h = priv;
+
+	if (addr < MEM_BASE || addr + len > MEM_BASE + MEM_SIZE)
+		return -EFAULT;
+	memcpy(buf, h->mem + (addr - MEM_BASE), len);
+	h->lo = min(h->lo, addr);
+	h->hi = max(h->hi, addr + len - 1);
+	h->reads++;
+	return 0;
+}
+
+static int host_add(void *priv, u64 addr, u64 len)
+{
+	struct host *h = priv;
+
+	if (h->fail_add && h->nr + 1 == h->fail_add)
+		return h->add_error;
+	if (h->nr >= MAX_RANGES)
+		return -E2BIG;
+	h->addr[h->nr] = addr;
+	h->len[h->nr] = len;
+	h->nr++;
+	return 0;
+}
+
+static struct host *host_init(struct kunit *test, struct nvmet_pci_dptr *d,
+			      u8 mps_shift)
+{
+	struct host *h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	h->mem = kunit_kzalloc(test, MEM_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, h->mem);
+	h->lo = U64_MAX;
+	*d = (struct nvmet_pci_dptr) {
+		.read = host_read, .add = host_add, .priv = h,
+		.mps_shift = mps_shift,
+	};
+	return h;
+}
+
+static void put_prp(struct host *h, u64 at, u64 prp)
+{
+	__le64 v = cpu_to_le64(prp);
+
+	memcpy(h->mem + (at - MEM_BASE), &v, sizeof(v));
+}
+
+static void put_sgl(struct host *h, u64 at, u8 type, u64 addr, u32 len)
+{
+	struct nvme_sgl_desc desc = {
+		.addr = cpu_to_le64(addr), .length = cpu_to_le32(len),
+		.type = type,
+	};
+
+	memcpy(h->mem + (at - MEM_BASE), &desc, sizeof(desc));
+}
+
+static u64 added(struct host *h)
+{
+	u64 total = 0;
+	int i;
+
+	for (i = 0; i < h->nr; i++)
+		total += h->len[i];
+	return total;
+}
+
+#define DATA		(NVME_SGL_FMT_DATA_DESC << 4)
+#define SEG		(NVME_SGL_FMT_SEG_DESC << 4)
+#define LAST		(NVME_SGL_FMT_LAST_SEG_DESC << 4)
+
+static void prp_count(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, nvmet_pci_prp_count(0, 1, 12), 1);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_prp_count(0, SZ_4K, 12), 1);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_prp_count(0x200, SZ_4K, 12), 2);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_prp_count(0xffc, 4, 12), 1);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_prp_count(0xffc, 8, 12), 2);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_prp_count(0, SZ_1M, 12), 256);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_prp_count(4, SZ_1M, 12), 257);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_prp_count(SZ_16K, SZ_64K, 16), 2);
+}
+
+/* PRP1 alone, at an offset; PRP2 is not looked at. */
+static void prp_one_page(struct kunit *test)
+{
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1) + 0x10,
+						 0x3, 0x100), NVME_SC_SUCCESS);
+	KUNIT_ASSERT_EQ(test, h->nr, 1);
+	KUNIT_EXPECT_EQ(test, h->addr[0], PAGE_ADDR(1) + 0x10);
+	KUNIT_EXPECT_EQ(test, h->len[0], 0x100);
+	KUNIT_EXPECT_EQ(test, h->reads, 0);
+}
+
+static void prp1_offset_not_dword(struct kunit *test)
+{
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1) + 2, 0, 4),
+			NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR);
+	KUNIT_EXPECT_EQ(test, h->nr, 0);
+}
+
+/* PRP2 as the second data page, apart from or right after PRP1's. */
+static void prp_two_pages(struct kunit *test)
+{
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1) + 0x200,
+						 PAGE_ADDR(5), SZ_4K),
+			NVME_SC_SUCCESS);
+	KUNIT_ASSERT_EQ(test, h->nr, 2);
+	KUNIT_EXPECT_EQ(test, h->addr[0], PAGE_ADDR(1) + 0x200);
+	KUNIT_EXPECT_EQ(test, h->len[0], 0xe00);
+	KUNIT_EXPECT_EQ(test, h->addr[1], PAGE_ADDR(5));
+	KUNIT_EXPECT_EQ(test, h->len[1], 0x200);
+
+	h->nr = 0;
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1) + 0x200,
+						 PAGE_ADDR(2), SZ_4K),
+			NVME_SC_SUCCESS);
+	KUNIT_ASSERT_EQ(test, h->nr, 1);
+	KUNIT_EXPECT_EQ(test, h->len[0], SZ_4K);
+	KUNIT_EXPECT_EQ(test, h->reads, 0);
+}
+
+static void prp2_data_page_offset(struct kunit *test)
+{
+	struct nvmet_pci_dptr d;
+
+	host_init(test, &d, 12);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1),
+						 PAGE_ADDR(5) + 8, SZ_8K),
+			NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR);
+}
+
+/* A list in one page, at a quadword offset; only what is needed is read. */
+static void prp_list(struct kunit *test)
+{
+	u64 list = PAGE_ADDR(3) + 0x18;
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+
+	put_prp(h, list, PAGE_ADDR(8));
+	put_prp(h, list + 8, PAGE_ADDR(9));
+	put_prp(h, list + 16, PAGE_ADDR(12));
+	put_prp(h, list + 24, 0x123);	/* past the transfer: never read */
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(7) + 0x800,
+						 list, 3 * SZ_4K + 0x100),
+			NVME_SC_SUCCESS);
+	KUNIT_ASSERT_EQ(test, h->nr, 2);
+	KUNIT_EXPECT_EQ(test, h->addr[0], PAGE_ADDR(7) + 0x800);
+	KUNIT_EXPECT_EQ(test, h->len[0], 0x800 + 2 * SZ_4K);
+	KUNIT_EXPECT_EQ(test, h->addr[1], PAGE_ADDR(12));
+	KUNIT_EXPECT_EQ(test, h->len[1], 0x900);
+	KUNIT_EXPECT_EQ(test, added(h), 3 * SZ_4K + 0x100);
+	KUNIT_EXPECT_EQ(test, h->lo, list);
+	KUNIT_EXPECT_EQ(test, h->hi, list + 23);
+}
+
+static void prp_list_bad_alignment(struct kunit *test)
+{
+	u64 list = PAGE_ADDR(3);
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+
+	/* The list pointer must be quadword aligned. */
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1), list + 4,
+						 3 * SZ_4K),
+			NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR);
+	/* Entries after PRP1 must be page aligned. */
+	put_prp(h, list, PAGE_ADDR(8));
+	put_prp(h, list + 8, PAGE_ADDR(9) + 0x200);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1), list,
+						 3 * SZ_4K),
+			NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR);
+}
+
+/*
+ * A list that starts two entries before the end of its page: one data
+ * entry, then the pointer to the next list page.
+ */
+static void prp_list_chained(struct kunit *test)
+{
+	u64 list = PAGE_ADDR(3) + SZ_4K - 16, next = PAGE_ADDR(4);
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+
+	put_prp(h, list, PAGE_ADDR(10));
+	put_prp(h, list + 8, next);
+	put_prp(h, next, PAGE_ADDR(12));
+	put_prp(h, next + 8, PAGE_ADDR(13));
+	put_prp(h, next + 16, PAGE_ADDR(15));
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1), list,
+						 5 * SZ_4K),
+			NVME_SC_SUCCESS);
+	KUNIT_ASSERT_EQ(test, h->nr, 4);
+	KUNIT_EXPECT_EQ(test, h->addr[0], PAGE_ADDR(1));
+	KUNIT_EXPECT_EQ(test, h->addr[1], PAGE_ADDR(10));
+	KUNIT_EXPECT_EQ(test, h->addr[2], PAGE_ADDR(12));
+	KUNIT_EXPECT_EQ(test, h->len[2], 2 * SZ_4K);
+	KUNIT_EXPECT_EQ(test, h->addr[3], PAGE_ADDR(15));
+	KUNIT_EXPECT_EQ(test, added(h), 5 * SZ_4K);
+	KUNIT_EXPECT_EQ(test, h->hi, next + 23);
+
+	/* The next list page must be page aligned. */
+	h->nr = 0;
+	put_prp(h, list + 8, next + 8);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1), list,
+						 5 * SZ_4K),
+			NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR);
+}
+
+/* A full 1 MiB transfer: 256 entries in one list page, none chained. */
+static void prp_list_full_page(struct kunit *test)
+{
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+	int i;
+
+	for (i = 0; i < 255; i++)
+		put_prp(h, PAGE_ADDR(2) + i * 8, PAGE_ADDR(4) + (i % 2) * SZ_4K);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(3), PAGE_ADDR(2),
+						 SZ_1M),
+			NVME_SC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, added(h), SZ_1M);
+	KUNIT_EXPECT_EQ(test, h->hi, PAGE_ADDR(2) + 255 * 8 - 1);
+}
+
+/* A 64 KiB memory page size: offsets and entries in its units. */
+static void prp_mps_64k(struct kunit *test)
+{
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 16);
+
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, 0x40000 + SZ_16K, 0x90000,
+						 SZ_64K), NVME_SC_SUCCESS);
+	KUNIT_ASSERT_EQ(test, h->nr, 2);
+	KUNIT_EXPECT_EQ(test, h->len[0], SZ_64K - SZ_16K);
+	KUNIT_EXPECT_EQ(test, h->len[1], SZ_16K);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, 0x40000, 0x90000 + SZ_4K,
+						 SZ_128K),
+			NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR);
+}
+
+static void prp_host_errors(struct kunit *test)
+{
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+
+	/* A list outside host memory. */
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1),
+						 MEM_BASE + MEM_SIZE, 3 * SZ_4K),
+			NVME_SC_DATA_XFER_ERROR);
+	/* Data the transport cannot reach, at the first range and later. */
+	h->nr = 0;
+	h->fail_add = 1;
+	h->add_error = -EFAULT;
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1), 0, 4),
+			NVME_SC_DATA_XFER_ERROR);
+	h->fail_add = 2;
+	h->add_error = -ENOMEM;
+	KUNIT_EXPECT_EQ(test, nvmet_pci_map_prps(&d, PAGE_ADDR(1),
+						 PAGE_ADDR(5), SZ_8K),
+			NVME_SC_DATA_XFER_ERROR);
+	KUNIT_EXPECT_EQ(test, h->nr, 1);
+}
+
+static u16 collect(struct nvmet_pci_dptr *d, u8 type, u64 addr, u32 len,
+		   size_t xfer, struct nvme_sgl_desc *descs,
+		   unsigned int max, unsigned int align, unsigned int *nr)
+{
+	struct nvme_sgl_desc sgl1 = {
+		.addr = cpu_to_le64(addr), .length = cpu_to_le32(len),
+		.type = type,
+	};
+
+	return nvmet_pci_collect_sgl(d, &sgl1, xfer, descs, max, align, nr);
+}
+
+static void sgl_one_block(struct kunit *test)
+{
+	struct nvme_sgl_desc descs[4];
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+	unsigned int nr = 0;
+
+	KUNIT_EXPECT_EQ(test, collect(&d, DATA, PAGE_ADDR(1) + 4, 512, 512,
+				      descs, 4, 4, &nr), NVME_SC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, nr, 1);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(descs[0].addr), PAGE_ADDR(1) + 4);
+	KUNIT_EXPECT_EQ(test, h->reads, 0);
+	/* The length must be the transfer's. */
+	KUNIT_EXPECT_EQ(test, collect(&d, DATA, PAGE_ADDR(1), 512, 1024,
+				      descs, 4, 4, &nr),
+			NVME_SC_SGL_INVALID_DATA | NVME_STATUS_DNR);
+	KUNIT_EXPECT_EQ(test, collect(&d, DATA, PAGE_ADDR(1), 2048, 1024,
+				      descs, 4, 4, &nr),
+			NVME_SC_SGL_INVALID_DATA | NVME_STATUS_DNR);
+	/* Keyed, bit bucket and offset descriptors are not for PCIe. */
+	KUNIT_EXPECT_EQ(test, collect(&d, NVME_KEY_SGL_FMT_DATA_DESC << 4,
+				      PAGE_ADDR(1), 512, 512, descs, 4, 4, &nr),
+			NVME_SC_SGL_INVALID_TYPE | NVME_STATUS_DNR);
+	KUNIT_EXPECT_EQ(test, collect(&d, DATA | NVME_SGL_FMT_OFFSET,
+				      PAGE_ADDR(1), 512, 512, descs, 4, 4, &nr),
+			NVME_SC_SGL_INVALID_TYPE | NVME_STATUS_DNR);
+	KUNIT_EXPECT_EQ(test, collect(&d, 1 << 4, PAGE_ADDR(1), 512, 512,
+				      descs, 4, 4, &nr),
+			NVME_SC_SGL_INVALID_TYPE | NVME_STATUS_DNR);
+}
+
+/* A Segment of two blocks and a Last Segment of two. */
+static void sgl_segments(struct kunit *test)
+{
+	u64 seg1 = PAGE_ADDR(2), seg2 = PAGE_ADDR(3) + 0x40;
+	struct nvme_sgl_desc descs[8];
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+	unsigned int nr = 0;
+
+	put_sgl(h, seg1, DATA, PAGE_ADDR(8), 1024);
+	put_sgl(h, seg1 + 16, DATA, PAGE_ADDR(9) + 512, 512);
+	put_sgl(h, seg1 + 32, LAST, seg2, 32);
+	put_sgl(h, seg2, DATA, PAGE_ADDR(10), 0);
+	put_sgl(h, seg2 + 16, DATA, PAGE_ADDR(11), 2048);
+	KUNIT_EXPECT_EQ(test, collect(&d, SEG, seg1, 48, 3584, descs, 8, 4,
+				      &nr), NVME_SC_SUCCESS);
+	KUNIT_ASSERT_EQ(test, nr, 4);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(descs[1].addr), PAGE_ADDR(9) + 512);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(descs[3].length), 2048);
+	KUNIT_EXPECT_EQ(test, h->reads, 2);
+
+	/* Four blocks are too many for a transport that takes three. */
+	KUNIT_EXPECT_EQ(test, collect(&d, SEG, seg1, 48, 3584, descs, 3, 4,
+				      &nr),
+			NVME_SC_SGL_INVALID_COUNT | NVME_STATUS_DNR);
+	/* Dword granularity, if the transport asks for it. */
+	put_sgl(h, seg2 + 16, DATA, PAGE_ADDR(11), 2046);
+	KUNIT_EXPECT_EQ(test, collect(&d, SEG, seg1, 48, 3582, descs, 8, 4,
+				      &nr),
+			NVME_SC_SGL_INVALID_GRANULARITY | NVME_STATUS_DNR);
+	KUNIT_EXPECT_EQ(test, collect(&d, SEG, seg1, 48, 3582, descs, 8, 1,
+				      &nr), NVME_SC_SUCCESS);
+}
+
+static void sgl_bad_segments(struct kunit *test)
+{
+	u64 seg1 = PAGE_ADDR(2), seg2 = PAGE_ADDR(4);
+	struct nvme_sgl_desc descs[8];
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+	unsigned int nr = 0;
+
+	/* A Segment whose segment ends without chaining. */
+	put_sgl(h, seg1, DATA, PAGE_ADDR(8), 512);
+	KUNIT_EXPECT_EQ(test, collect(&d, SEG, seg1, 16, 512, descs, 8, 4,
+				      &nr),
+			NVME_SC_SGL_INVALID_LAST | NVME_STATUS_DNR);
+	/* A segment descriptor that is not its segment's last entry. */
+	put_sgl(h, seg1, LAST, seg2, 16);
+	put_sgl(h, seg1 + 16, DATA, PAGE_ADDR(8), 512);
+	KUNIT_EXPECT_EQ(test, collect(&d, SEG, seg1, 32, 512, descs, 8, 4,
+				      &nr),
+			NVME_SC_SGL_INVALID_LAST | NVME_STATUS_DNR);
+	/* A Last Segment that chains to another segment. */
+	put_sgl(h, seg1, DATA, PAGE_ADDR(8), 512);
+	put_sgl(h, seg1 + 16, SEG, seg2, 16);
+	put_sgl(h, seg2, DATA, PAGE_ADDR(9), 512);
+	KUNIT_EXPECT_EQ(test, collect(&d, LAST, seg1, 32, 1024, descs, 8, 4,
+				      &nr),
+			NVME_SC_SGL_INVALID_LAST | NVME_STATUS_DNR);
+	/* Segment lengths: none, or not whole descriptors. */
+	KUNIT_EXPECT_EQ(test, collect(&d, LAST, seg1, 0, 512, descs, 8, 4,
+				      &nr),
+			NVME_SC_SGL_INVALID_LAST | NVME_STATUS_DNR);
+	KUNIT_EXPECT_EQ(test, collect(&d, LAST, seg1, 24, 512, descs, 8, 4,
+				      &nr),
+			NVME_SC_SGL_INVALID_LAST | NVME_STATUS_DNR);
+	/* A segment outside host memory. */
+	KUNIT_EXPECT_EQ(test, collect(&d, LAST, MEM_BASE + MEM_SIZE, 16, 512,
+				      descs, 8, 4, &nr),
+			NVME_SC_DATA_XFER_ERROR);
+}
+
+/* A segment that chains to itself ends after max_descs segments. */
+static void sgl_loop(struct kunit *test)
+{
+	u64 seg = PAGE_ADDR(2);
+	struct nvme_sgl_desc descs[16];
+	struct nvmet_pci_dptr d;
+	struct host *h = host_init(test, &d, 12);
+	unsigned int nr = 0;
+
+	put_sgl(h, seg, DATA, PAGE_ADDR(8), 512);
+	put_sgl(h, seg + 16, SEG, seg, 32);
+	KUNIT_EXPECT_EQ(test, collect(&d, SEG, seg, 32, SZ_1M, descs, 16, 4,
+				      &nr),
+			NVME_SC_SGL_INVALID_COUNT | NVME_STATUS_DNR);
+	KUNIT_EXPECT_LE(test, h->reads, 16);
+
+	/* Without data blocks, the segment count bounds it. */
+	h->reads = 0;
+	put_sgl(h, seg, SEG, seg, 16);
+	KUNIT_EXPECT_EQ(test, collect(&d, SEG, seg, 16, SZ_1M, descs, 16, 4,
+				      &nr),
+			NVME_SC_SGL_INVALID_COUNT | NVME_STATUS_DNR);
+	KUNIT_EXPECT_EQ(test, h->reads, 16);
+}
+
+static struct kunit_case nvmet_pci_common_cases[] = {
+	KUNIT_CASE(prp_count),
+	KUNIT_CASE(prp_one_page),
+	KUNIT_CASE(prp1_offset_not_dword),
+	KUNIT_CASE(prp_two_pages),
+	KUNIT_CASE(prp2_data_page_offset),
+	KUNIT_CASE(prp_list),
+	KUNIT_CASE(prp_list_bad_alignment),
+	KUNIT_CASE(prp_list_chained),
+	KUNIT_CASE(prp_list_full_page),
+	KUNIT_CASE(prp_mps_64k),
+	KUNIT_CASE(prp_host_errors),
+	KUNIT_CASE(sgl_one_block),
+	KUNIT_CASE(sgl_segments),
+	KUNIT_CASE(sgl_bad_segments),
+	KUNIT_CASE(sgl_loop),
+	{}
+};
+
+static struct kunit_suite nvmet_pci_common_suite = {
+	.name = "nvmet-pci-common",
+	.test_cases = nvmet_pci_common_cases,
+};
+
+kunit_test_suite(nvmet_pci_common_suite);
+
+MODULE_DESCRIPTION("KUnit tests for the NVMe target's PCI transport helpers");
+MODULE_LICENSE("GPL");
