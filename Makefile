@@ -92,12 +92,17 @@ kernel: source $(OBJ)/.config $(GOBJ)/.config
 	cp $(GOBJ)/arch/x86/boot/bzImage $(BUILD)/guest-bzImage.tmp
 	mv $(BUILD)/guest-bzImage.tmp $(BUILD)/guest-bzImage
 
-# Static checks on the driver: sparse, W=1 and checkpatch --strict.
+# Static checks on the driver, the nvmet core's PCI helpers and their
+# other user, nvmet-pci-epf: sparse, W=1 and checkpatch --strict.
 lint: kernel
 	$(KMAKE) C=2 W=1 CHECK="sparse -D__typeof_unqual__=__typeof__" \
-		drivers/nvme/target/mdev/
+		drivers/nvme/target/mdev/ drivers/nvme/target/pci-common.o \
+		drivers/nvme/target/pci-epf.o \
+		drivers/nvme/target/tests/pci_common_kunit.o
 	cd $(SRC) && ./scripts/checkpatch.pl --strict --no-tree -q \
-		-f $(TOP)/drivers/nvme/target/mdev/*.[ch]
+		-f $(TOP)/drivers/nvme/target/mdev/*.[ch] \
+		$(TOP)/drivers/nvme/target/pci-common.[ch] \
+		$(TOP)/drivers/nvme/target/tests/*.c
 
 # The userspace VFIO NVMe client; built here since the VMs' root is
 # read-only.
