@@ -93,8 +93,9 @@ if [ -n "${NVMET_MDEV_BENCH_JOBS:-}" ]; then
 	[ ${#fio_jobs[@]} -gt 0 ] ||
 		{ echo "bench.sh: NVMET_MDEV_BENCH_JOBS: no such job" >&2; exit 2; }
 fi
-# The guest's time limit: on a 1-vCPU host VM each fio start costs the
-# guest 20 to 30 s on top of the job's ramp and runtime.
+# The guest's time limit: on a 1-vCPU host VM each fio start cost the
+# guest 20 to 30 s on top of the job's ramp and runtime with Debian's fio
+# (a few with make fio's, build-fio.sh); the margin stays.
 guest_timeout=$((600 + reps * ${#fio_jobs[@]} * ${#disks[@]} *
 	(${NVMET_MDEV_BENCH_RAMP:-2} + ${NVMET_MDEV_BENCH_RUNTIME:-8} + 60)))
 
@@ -149,8 +150,8 @@ guest_main() {
 		echo "bench-mark: $*" >> /run/nvmet-mdev/bench-marks
 	}
 	# The start marker waits for the job's first I/O in the disk's
-	# statistics: fio's own start-up (tens of seconds of a nested guest's
-	# exec and set-up) is no part of what the host spends per I/O.  With
+	# statistics: fio's own start-up (seconds of a nested guest's exec
+	# and set-up) is no part of what the host spends per I/O.  With
 	# builtins, a read with a timeout from a FIFO as the sleep.
 	mkfifo /tmp/bench-tick && exec {tick}<>/tmp/bench-tick
 	io_count() {
