@@ -30,7 +30,11 @@ fi
 dl=$build/apt-src/download
 # orig_tarball: the upstream source apt-get source fetched, if it has.
 orig_tarball() {
-	ls "$dl"/fio_"$upstream".orig.tar.* 2>/dev/null | grep -v '\.asc$'
+	local f
+
+	for f in "$dl"/fio_"$upstream".orig.tar.*; do
+		case $f in *.asc) ;; *) [ -f "$f" ] && echo "$f" ;; esac
+	done
 }
 orig=$(orig_tarball || true)
 if [ -z "$orig" ]; then
