@@ -24,9 +24,15 @@ pkgs=(
 # guests; 13-libvirt runs its own libvirtd in the host VM (no
 # libvirt-daemon-system: no service on this machine), with its QEMU and
 # node device drivers (packages of their own in libvirt 11.3's Debian
-# packaging; bookworm's 9.0 had the latter in libvirt-daemon).
+# packaging; bookworm's 9.0 had the latter in libvirt-daemon).  QEMU's
+# common, data and firmware packages are named too: given only
+# qemu-system-x86/bookworm-backports, apt (2.6, Debian 12.15) keeps
+# bookworm's versions of them and refuses ("Depends: qemu-system-common
+# (= 1:10.0.2...) but 1:7.2... is to be installed"), while libvirt's
+# versioned dependencies do follow to backports.
 virt=(
-	qemu-system-x86:1:10.0 qemu-utils:1:10.0
+	qemu-system-x86:1:10.0 qemu-system-common:1:10.0
+	qemu-system-data:1:10.0 seabios:1.16.3 qemu-utils:1:10.0
 	libvirt-daemon:11.3 libvirt-daemon-driver-qemu:11.3
 	libvirt-daemon-driver-nodedev:11.3 libvirt-clients:11.3
 )
