@@ -60,7 +60,6 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	struct nvmet_port *nport = ctrl->port->nport;
 	char nqn[NVMF_NQN_SIZE + 1];
 	struct nvmet_ctrl *tctrl;
-	struct nvmet_sq *tsq;
 	u8 mdts;
 	int ret;
 
@@ -84,20 +83,13 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 		goto fatal;
 	}
 
-	/* nvmet_alloc_ctrl() looks at the (unauthenticated, no TLS) SQ. */
-	tsq = kzalloc_obj(*tsq);
-	if (!tsq) {
-		ret = -ENOMEM;
-		goto fatal;
-	}
+	/* No Connect command, so no queue to authenticate (args.sq). */
 	args.port = nport;
-	args.sq = tsq;
 	args.subsysnqn = nqn;
 	args.hostnqn = ctrl->hostnqn;
 	args.hostid = &ctrl->hostid;
 	args.ops = &nvmet_mdev_fabrics_ops;
 	tctrl = nvmet_alloc_ctrl(&args);
-	kfree(tsq);
 	if (!tctrl) {
 		dev_warn_ratelimited(ctrl->vdev.dev,
 				     "cannot create a controller for %s (status %#x)\n",
