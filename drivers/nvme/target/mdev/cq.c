@@ -581,17 +581,10 @@ u16 nvmet_mdev_create_cq(struct nvmet_ctrl *tctrl, u16 cqid, u16 flags,
 	struct nvmet_mdev_gmap map = {};
 	u16 status;
 
-	status = nvmet_mdev_check_io_qid(ctrl, cqid);
-	if (status)
-		return status;
-	if (rcu_access_pointer(dp->cqs[cqid]))
-		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
-	if (!(flags & NVME_QUEUE_PHYS_CONTIG))
-		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
-	if (!qsize || qsize > dp->mqes)
-		return NVME_SC_QUEUE_SIZE | NVME_STATUS_DNR;
-	if (!IS_ALIGNED(prp1, NVMET_MDEV_MPS))
-		return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
+	/*
+	 * nvmet has checked the queue identifier, that it is free, the size
+	 * and the queue memory (contiguous, page aligned): the vector is ours.
+	 */
 	if (ien && !nvmet_mdev_irq_vector_valid(ctrl, vector))
 		return NVME_SC_INVALID_VECTOR | NVME_STATUS_DNR;
 
@@ -631,16 +624,11 @@ u16 nvmet_mdev_delete_cq(struct nvmet_ctrl *tctrl, u16 cqid)
 {
 	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
 	struct nvmet_mdev_cq *cq;
-	u16 status;
 
-	status = nvmet_mdev_check_io_qid(ctrl, cqid);
-	if (status)
-		return status;
+	/* nvmet has checked that the CQ exists and that no SQ uses it. */
 	cq = rcu_access_pointer(ctrl->dp->cqs[cqid]);
-	if (!cq)
-		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
-	if (nvmet_cq_in_use(&cq->nvme_cq))
-		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
+	if (WARN_ON_ONCE(!cq))
+		return NVME_SC_INTERNAL | NVME_STATUS_DNR;
 
 	nvmet_mdev_cq_free(ctrl, cq);
 	return NVME_SC_SUCCESS;

@@ -273,7 +273,6 @@ int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread);
 bool nvmet_mdev_sq_has_work(struct nvmet_mdev_sq *sq);
 void nvmet_mdev_iod_put(struct nvmet_mdev_iod *iod);
 bool nvmet_mdev_remap_later(struct nvmet_mdev_sq *sq, bool grace);
-u16 nvmet_mdev_check_io_qid(struct nvmet_mdev_ctrl *ctrl, u16 qid);
 void nvmet_mdev_queue_nomem(struct nvmet_mdev_ctrl *ctrl, const char *what,
 			    u16 qid, u32 entries);
 

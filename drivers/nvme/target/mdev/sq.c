@@ -602,13 +602,6 @@ void nvmet_mdev_queue_nomem(struct nvmet_mdev_ctrl *ctrl,
 			     what, qid, entries);
 }
 
-u16 nvmet_mdev_check_io_qid(struct nvmet_mdev_ctrl *ctrl, u16 qid)
-{
-	if (!qid || qid > ctrl->dp->nr_io_queues)
-		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
-	return NVME_SC_SUCCESS;
-}
-
 u16 nvmet_mdev_create_sq(struct nvmet_ctrl *tctrl, u16 sqid, u16 cqid,
 			 u16 flags, u16 qsize, u64 prp1)
 {
@@ -618,22 +611,13 @@ u16 nvmet_mdev_create_sq(struct nvmet_ctrl *tctrl, u16 sqid, u16 cqid,
 	struct nvmet_mdev_cq *cq;
 	u16 status;
 
-	status = nvmet_mdev_check_io_qid(ctrl, sqid);
-	if (status)
-		return status;
-	if (rcu_access_pointer(dp->sqs[sqid]))
-		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
-	if (!cqid || cqid > dp->nr_io_queues)
-		return NVME_SC_CQ_INVALID | NVME_STATUS_DNR;
+	/*
+	 * nvmet has checked the queue identifier, that it is free, that the
+	 * I/O CQ exists, the size and the queue memory.
+	 */
 	cq = rcu_access_pointer(dp->cqs[cqid]);
-	if (!cq)
-		return NVME_SC_CQ_INVALID | NVME_STATUS_DNR;
-	if (!(flags & NVME_QUEUE_PHYS_CONTIG))
-		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
-	if (!qsize || qsize > dp->mqes)
-		return NVME_SC_QUEUE_SIZE | NVME_STATUS_DNR;
-	if (!IS_ALIGNED(prp1, NVMET_MDEV_MPS))
-		return NVME_SC_PRP_INVALID_OFFSET | NVME_STATUS_DNR;
+	if (WARN_ON_ONCE(!cq))
+		return NVME_SC_INTERNAL | NVME_STATUS_DNR;
 
 	sq = nvmet_mdev_sq_alloc(ctrl, sqid, qsize + 1, prp1, cq);
 	if (!sq) {
@@ -670,14 +654,11 @@ u16 nvmet_mdev_delete_sq(struct nvmet_ctrl *tctrl, u16 sqid)
 {
 	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
 	struct nvmet_mdev_sq *sq;
-	u16 status;
 
-	status = nvmet_mdev_check_io_qid(ctrl, sqid);
-	if (status)
-		return status;
+	/* nvmet has checked that the SQ exists. */
 	sq = rcu_access_pointer(ctrl->dp->sqs[sqid]);
-	if (!sq)
-		return NVME_SC_QID_INVALID | NVME_STATUS_DNR;
+	if (WARN_ON_ONCE(!sq))
+		return NVME_SC_INTERNAL | NVME_STATUS_DNR;
 
 	nvmet_mdev_sq_free(ctrl, sq);
 	return NVME_SC_SUCCESS;

@@ -1125,8 +1125,7 @@ TEST_F(hostile, delete_cq_under_sq)
 	struct nvme_ctrl *ctrl = self->ctrl;
 
 	/* Deleting the CQ first must be refused while SQ 1 uses it. */
-	EXPECT_STATUS_IN(nvme_delete_queue(ctrl, true, 1),
-			 NVME_SC_INVALID_QUEUE, NVME_SC_QID_INVALID);
+	EXPECT_STATUS(NVME_SC_INVALID_QUEUE, nvme_delete_queue(ctrl, true, 1));
 	EXPECT_EQ(0, still_works(ctrl, &self->buf));
 }
 
