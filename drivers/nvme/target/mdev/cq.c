@@ -161,7 +161,6 @@ static unsigned int nvmet_mdev_cq_hold_max(struct nvmet_mdev_cq *cq)
 /* A trapped write to the tail doorbell of an SQ of @cq. */
 void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq)
 {
-	struct nvmet_mdev_dp *dp = cq->ctrl->dp;
 	u64 now = local_clock(), gap;
 	unsigned long flags;
 
@@ -175,8 +174,10 @@ void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq)
 		 * Submitting again with completions held: it streams (the
 		 * timer is the guest's while it coalesces itself).
 		 */
-		if (cq->nr_coalesced &&
-		    (!READ_ONCE(dp->coal_thr) || !READ_ONCE(dp->coal_time))) {
+		u8 thr, time;
+
+		nvmet_pci_irq_coalesce(cq->nvme_cq.ctrl, &thr, &time);
+		if (cq->nr_coalesced && (!thr || !time)) {
 			cq->streaming = true;
 			cq->probe_shift = 0;
 		}
@@ -278,13 +279,14 @@ static bool nvmet_mdev_cq_hold(struct nvmet_mdev_cq *cq, unsigned int n)
 static bool nvmet_mdev_cq_irq_needed(struct nvmet_mdev_cq *cq, unsigned int n)
 {
 	struct nvmet_mdev_dp *dp = cq->ctrl->dp;
-	u8 thr = READ_ONCE(dp->coal_thr);
-	u8 time = READ_ONCE(dp->coal_time);
+	u8 thr, time;
 
 	if (!cq->irq_enabled || !n)
 		return false;
 	if (!cq->qid || test_bit(cq->vector, dp->vec_cd))
 		return true;
+	/* The guest's Interrupt Coalescing feature, which nvmet keeps. */
+	nvmet_pci_irq_coalesce(cq->nvme_cq.ctrl, &thr, &time);
 	if (!thr || !time)
 		return !cq->moderate || nvmet_mdev_cq_hold(cq, n);
 

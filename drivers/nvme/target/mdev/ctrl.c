@@ -119,12 +119,6 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	dp->mdts = mdts;
 	dp->max_xfer = (size_t)SZ_4K << mdts;
 
-	dp->coal_thr = 0;
-	dp->coal_time = 0;
-	dp->arb = 0;
-	dp->arb_lpw = 0;
-	dp->arb_mpw = 0;
-	dp->arb_hpw = 0;
 	bitmap_zero(dp->vec_cd, NVMET_MDEV_MAX_VECTORS);
 
 	ctrl->tctrl = tctrl;
@@ -312,31 +306,21 @@ static u8 nvmet_mdev_get_mdts(const struct nvmet_ctrl *tctrl)
 	return ctrl ? ctrl->dp->mdts : 0;
 }
 
-/* Arbitration: the Arbitration Burst field. */
-#define NVMET_MDEV_ARB_AB	GENMASK(2, 0)
-
+/*
+ * nvmet keeps Arbitration (round robin only here: the weights are just
+ * reported) and Interrupt Coalescing (read where completions are posted);
+ * the interrupt vectors are ours.
+ */
 static u16 nvmet_mdev_set_feature(const struct nvmet_ctrl *tctrl, u8 feat,
 				  void *data)
 {
 	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
 	struct nvmet_mdev_dp *dp = ctrl->dp;
-	struct nvmet_feat_irq_coalesce *irqc;
 	struct nvmet_feat_irq_config *irqcfg;
-	struct nvmet_feat_arbitration *arb;
 
 	switch (feat) {
 	case NVME_FEAT_ARBITRATION:
-		/* Round robin only: the weights are stored and reported. */
-		arb = data;
-		WRITE_ONCE(dp->arb, arb->ab & NVMET_MDEV_ARB_AB);
-		WRITE_ONCE(dp->arb_lpw, arb->lpw);
-		WRITE_ONCE(dp->arb_mpw, arb->mpw);
-		WRITE_ONCE(dp->arb_hpw, arb->hpw);
-		return NVME_SC_SUCCESS;
 	case NVME_FEAT_IRQ_COALESCE:
-		irqc = data;
-		WRITE_ONCE(dp->coal_thr, irqc->thr);
-		WRITE_ONCE(dp->coal_time, irqc->time);
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_IRQ_CONFIG:
 		irqcfg = data;
@@ -357,23 +341,9 @@ static u16 nvmet_mdev_get_feature(const struct nvmet_ctrl *tctrl, u8 feat,
 {
 	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
 	struct nvmet_mdev_dp *dp = ctrl->dp;
-	struct nvmet_feat_irq_coalesce *irqc;
 	struct nvmet_feat_irq_config *irqcfg;
-	struct nvmet_feat_arbitration *arb;
 
 	switch (feat) {
-	case NVME_FEAT_ARBITRATION:
-		arb = data;
-		arb->ab = READ_ONCE(dp->arb);
-		arb->lpw = READ_ONCE(dp->arb_lpw);
-		arb->mpw = READ_ONCE(dp->arb_mpw);
-		arb->hpw = READ_ONCE(dp->arb_hpw);
-		return NVME_SC_SUCCESS;
-	case NVME_FEAT_IRQ_COALESCE:
-		irqc = data;
-		irqc->thr = READ_ONCE(dp->coal_thr);
-		irqc->time = READ_ONCE(dp->coal_time);
-		return NVME_SC_SUCCESS;
 	case NVME_FEAT_IRQ_CONFIG:
 		irqcfg = data;
 		if (irqcfg->iv > dp->nr_io_queues)

@@ -217,10 +217,6 @@ struct nvmet_mdev_dp {
 	__le32			*eidx;
 
 	/* features */
-	u8			coal_thr;
-	u8			coal_time;
-	u8			arb;		/* Arbitration cdw11 byte 0 */
-	u8			arb_lpw, arb_mpw, arb_hpw;
 	DECLARE_BITMAP(vec_cd, NVMET_MDEV_MAX_VECTORS);
 
 	struct work_struct	delete_work;	/* ops->delete_ctrl */

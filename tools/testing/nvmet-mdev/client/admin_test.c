@@ -413,12 +413,16 @@ TEST_F(admin, features_irq_coalescing)
 	struct nvme_ctrl *ctrl = &self->c.ctrl;
 	uint32_t res;
 
-	ASSERT_OK(nvme_set_features(ctrl, NVME_FEAT_IRQ_COALESCE, 0x0a05, NULL));
+	/* Starts at 0; reserved bits 31:16 are not kept. */
 	ASSERT_OK(nvme_get_features(ctrl, NVME_FEAT_IRQ_COALESCE, 0, 0, &res));
-	EXPECT_EQ(0x0a05, res & 0xffff);
+	EXPECT_EQ(0, res);
+	ASSERT_OK(nvme_set_features(ctrl, NVME_FEAT_IRQ_COALESCE, 0xffff0a05,
+				    NULL));
+	ASSERT_OK(nvme_get_features(ctrl, NVME_FEAT_IRQ_COALESCE, 0, 0, &res));
+	EXPECT_EQ(0x0a05, res);
 	ASSERT_OK(nvme_set_features(ctrl, NVME_FEAT_IRQ_COALESCE, 0, NULL));
 	ASSERT_OK(nvme_get_features(ctrl, NVME_FEAT_IRQ_COALESCE, 0, 0, &res));
-	EXPECT_EQ(0, res & 0xffff);
+	EXPECT_EQ(0, res);
 }
 
 TEST_F(admin, features_irq_config)
@@ -447,11 +451,17 @@ TEST_F(admin, features_arbitration)
 	struct nvme_ctrl *ctrl = &self->c.ctrl;
 	uint32_t res;
 
-	/* HPW 4, MPW 3, LPW 2, AB 3 (8 commands). */
+	/*
+	 * HPW 4, MPW 3, LPW 2, AB 3 (8 commands).  Only round robin (CAP.AMS
+	 * = 0), but the weights are reported as set.
+	 */
 	ASSERT_OK(nvme_set_features(ctrl, NVME_FEAT_ARBITRATION, 0x04030203, NULL));
 	ASSERT_OK(nvme_get_features(ctrl, NVME_FEAT_ARBITRATION, 0, 0, &res));
-	/* Only round robin (CAP.AMS = 0): the priority weights may be ignored. */
-	EXPECT_EQ(3, res & 7);
+	EXPECT_EQ(0x04030203, res);
+	/* AB is three bits (7: no limit); bits 7:3 are reserved. */
+	ASSERT_OK(nvme_set_features(ctrl, NVME_FEAT_ARBITRATION, 0xffffffff, NULL));
+	ASSERT_OK(nvme_get_features(ctrl, NVME_FEAT_ARBITRATION, 0, 0, &res));
+	EXPECT_EQ(0xffffff07, res);
 }
 
 TEST_F(admin, features_volatile_write_cache)
