@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit tests for the NVMe target's PCI transport helpers: the PRP and SGL
- * walks, against a host memory that is an array here.
+ * walks, against a host memory that is an array here, and the queue ring
+ * arithmetic that the host's doorbell values feed.
  */
 
 #include <kunit/test.h>
@@ -446,6 +447,77 @@ static void sgl_loop(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, h->reads, 16);
 }
 
+/* Ring arithmetic: a ring of 4 entries, and the largest one (65536). */
+static void ring_next_count(struct kunit *test)
+{
+	u16 idx = 2;
+
+	KUNIT_EXPECT_EQ(test, nvmet_pci_ring_next(0, 4), 1);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_ring_next(3, 4), 0);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_ring_next(65535, 65536), 0);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_ring_count(1, 1, 4), 0);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_ring_count(1, 3, 4), 2);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_ring_count(3, 1, 4), 2);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_ring_count(2, 1, 4), 3);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_ring_count(65535, 0, 65536), 1);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_ring_count(0, 65535, 65536), 65535);
+	/* The Phase Tag inverts where the index wraps, and only there. */
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_ring_advance(&idx, 4));
+	KUNIT_EXPECT_EQ(test, idx, 3);
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_ring_advance(&idx, 4));
+	KUNIT_EXPECT_EQ(test, idx, 0);
+	idx = 65535;
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_ring_advance(&idx, 65536));
+	KUNIT_EXPECT_EQ(test, idx, 0);
+}
+
+/* A CQ is full when the entry after the tail is the head, wrapped or not. */
+static void cq_full(struct kunit *test)
+{
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_cq_full(0, 0, 4));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_cq_full(0, 2, 4));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_full(0, 3, 4));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_full(2, 1, 4));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_cq_full(3, 1, 4));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_full(1, 0, 2));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_full(0, 1, 2));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_full(0, 65535, 65536));
+}
+
+/* The host may free the entries posted, no more, and names entries only. */
+static void cq_head_valid(struct kunit *test)
+{
+	/* Head 1, tail 3: 1, 2 and 3 are valid heads, 0 is not. */
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_head_valid(1, 1, 3, 4));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_head_valid(2, 1, 3, 4));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_head_valid(3, 1, 3, 4));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_cq_head_valid(0, 1, 3, 4));
+	/* Wrapped: head 3, tail 1: 3, 0 and 1. */
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_head_valid(0, 3, 1, 4));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_head_valid(1, 3, 1, 4));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_cq_head_valid(2, 3, 1, 4));
+	/* Nothing posted: only the head itself. */
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_head_valid(2, 2, 2, 4));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_cq_head_valid(3, 2, 2, 4));
+	/* Beyond the queue, including values that alias an entry in a u16. */
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_cq_head_valid(4, 0, 3, 4));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_cq_head_valid(0x10001, 0, 3, 4));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_cq_head_valid(U32_MAX, 0, 3, 4));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_cq_head_valid(65535, 0, 65535, 65536));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_cq_head_valid(65536, 0, 65535,
+							 65536));
+}
+
+static void sq_tail_valid(struct kunit *test)
+{
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_sq_tail_valid(0, 2));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_sq_tail_valid(1, 2));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_sq_tail_valid(2, 2));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_sq_tail_valid(0x10000, 4));
+	KUNIT_EXPECT_TRUE(test, nvmet_pci_sq_tail_valid(65535, 65536));
+	KUNIT_EXPECT_FALSE(test, nvmet_pci_sq_tail_valid(U32_MAX, 65536));
+}
+
 static struct kunit_case nvmet_pci_common_cases[] = {
 	KUNIT_CASE(prp_count),
 	KUNIT_CASE(prp_one_page),
@@ -462,6 +534,10 @@ static struct kunit_case nvmet_pci_common_cases[] = {
 	KUNIT_CASE(sgl_segments),
 	KUNIT_CASE(sgl_bad_segments),
 	KUNIT_CASE(sgl_loop),
+	KUNIT_CASE(ring_next_count),
+	KUNIT_CASE(cq_full),
+	KUNIT_CASE(cq_head_valid),
+	KUNIT_CASE(sq_tail_valid),
 	{}
 };
 
