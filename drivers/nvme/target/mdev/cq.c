@@ -43,6 +43,7 @@
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
 
+#include "../pci-common.h"
 #include "datapath.h"
 
 int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq, bool grace)
@@ -92,11 +93,9 @@ int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq, bool grace)
  */
 static bool nvmet_mdev_cq_full(struct nvmet_mdev_cq *cq, bool *report)
 {
-	u16 next = cq->tail + 1 == cq->size ? 0 : cq->tail + 1;
-	u16 posted, consumed;
 	u32 head;
 
-	if (likely(next != cq->head))
+	if (likely(!nvmet_pci_cq_full(cq->head, cq->tail, cq->size)))
 		return false;
 
 	/* Any context: the shadow doorbells go away after a grace period. */
@@ -106,9 +105,7 @@ static bool nvmet_mdev_cq_full(struct nvmet_mdev_cq *cq, bool *report)
 	if (head == cq->head)
 		return true;
 
-	posted = (cq->tail + cq->size - cq->head) % cq->size;
-	consumed = (head + cq->size - cq->head) % cq->size;
-	if (head >= cq->size || consumed > posted) {
+	if (!nvmet_pci_cq_head_valid(head, cq->head, cq->tail, cq->size)) {
 		if (report) {
 			*report = cq->bad_head == NVMET_MDEV_DB_VALID;
 			WRITE_ONCE(cq->bad_head, head);
@@ -117,7 +114,7 @@ static bool nvmet_mdev_cq_full(struct nvmet_mdev_cq *cq, bool *report)
 	}
 	WRITE_ONCE(cq->bad_head, NVMET_MDEV_DB_VALID);
 	WRITE_ONCE(cq->head, head);	/* read locklessly by the threads */
-	return next == head;
+	return nvmet_pci_cq_full(head, cq->tail, cq->size);
 }
 
 static void nvmet_mdev_cq_post(struct nvmet_mdev_cq *cq,
@@ -133,10 +130,8 @@ static void nvmet_mdev_cq_post(struct nvmet_mdev_cq *cq,
 	smp_wmb();
 	WRITE_ONCE(cqe->status, iod->cqe.status | cpu_to_le16(cq->phase));
 
-	if (++cq->tail == cq->size) {
-		cq->tail = 0;
+	if (nvmet_pci_ring_advance(&cq->tail, cq->size))
 		cq->phase = !cq->phase;
-	}
 }
 
 /* Interrupt moderation of trapped doorbells (see the top of this file). */
@@ -318,9 +313,9 @@ static unsigned int nvmet_mdev_sq_queued(struct nvmet_mdev_sq *sq)
 
 	if (!nvmet_mdev_sq_has_work(sq))
 		return 0;
-	if (tail >= sq->size || tail == head)
+	if (!nvmet_pci_sq_tail_valid(tail, sq->size) || tail == head)
 		return 1;
-	return (tail + sq->size - head) % sq->size;
+	return nvmet_pci_ring_count(head, tail, sq->size);
 }
 
 /*

@@ -21,6 +21,7 @@
 #include <linux/sched/stat.h>
 #include <linux/slab.h>
 
+#include "../pci-common.h"
 #include "datapath.h"
 
 /* Hold the calling queue thread while the data path is paused. */
@@ -301,7 +302,7 @@ int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread)
 	if (unlikely(!nvmet_mdev_bus_master(ctrl)))
 		return 0;
 	tail = nvmet_mdev_db_read(ctrl, nvmet_mdev_sq_db_idx(sq->qid));
-	if (unlikely(tail >= sq->size)) {
+	if (unlikely(!nvmet_pci_sq_tail_valid(tail, sq->size))) {
 		if (sq->bad_tail == NVMET_MDEV_DB_VALID)
 			nvmet_mdev_bad_db(ctrl, sq->qid, tail);
 		WRITE_ONCE(sq->bad_tail, tail);
@@ -333,8 +334,7 @@ int nvmet_mdev_sq_process(struct nvmet_mdev_sq *sq, bool thread)
 			nvmet_mdev_iod_unget(sq, iod);
 			break;
 		}
-		if (++head == sq->size)
-			head = 0;
+		nvmet_pci_ring_advance(&head, sq->size);
 		WRITE_ONCE(sq->head, head);
 
 		nvmet_mdev_exec(sq, iod);
