@@ -89,6 +89,8 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	args.hostnqn = ctrl->hostnqn;
 	args.hostid = &ctrl->hostid;
 	args.ops = &nvmet_mdev_fabrics_ops;
+	args.drvdata = ctrl;
+	args.max_qid = ctrl->params.nr_io_queues;
 	tctrl = nvmet_alloc_ctrl(&args);
 	if (!tctrl) {
 		dev_warn_ratelimited(ctrl->vdev.dev,
@@ -97,7 +99,6 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 		ret = -EINVAL;
 		goto fatal;
 	}
-	tctrl->drvdata = ctrl;
 
 	if (tctrl->pi_support) {
 		dev_warn_ratelimited(ctrl->vdev.dev,
@@ -106,11 +107,9 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 		goto put;
 	}
 
-	dp->nr_io_queues = min_t(u16, ctrl->params.nr_io_queues, tctrl->max_qid);
-	tctrl->max_qid = dp->nr_io_queues;
-	dp->mqes = min_t(u16, NVME_CAP_MQES(tctrl->cap),
-			 NVME_CAP_MQES(ctrl->regs.cap));
-	tctrl->cap = (tctrl->cap & ~NVMET_MDEV_CAP_MQES) | dp->mqes;
+	/* Bounded by args.max_qid and nvmet_mdev_get_max_queue_size(). */
+	dp->nr_io_queues = tctrl->max_qid;
+	dp->mqes = NVME_CAP_MQES(tctrl->cap);
 	tctrl->dbbuf_supported = ctrl->params.shadow_doorbells;
 
 	mdts = ctrl->params.mdts;
@@ -303,7 +302,15 @@ static u8 nvmet_mdev_get_mdts(const struct nvmet_ctrl *tctrl)
 {
 	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
 
-	return ctrl ? ctrl->dp->mdts : 0;
+	return ctrl->dp->mdts;
+}
+
+/* The queue size our CAP register offers (nvmet may lower it further). */
+static u16 nvmet_mdev_get_max_queue_size(const struct nvmet_ctrl *tctrl)
+{
+	struct nvmet_mdev_ctrl *ctrl = tctrl->drvdata;
+
+	return NVME_CAP_MQES(ctrl->regs.cap) + 1;
 }
 
 /*
@@ -363,11 +370,6 @@ static void nvmet_mdev_get_pci_vendor_ids(const struct nvmet_ctrl *tctrl,
 	*ssvid = NVMET_MDEV_PCI_SUBVENDOR_ID;
 }
 
-/*
- * No get_max_queue_size: nvmet calls it before tctrl->drvdata is set, so
- * it cannot see the per-mdev limit.  CAP.MQES is lowered right after
- * nvmet_alloc_ctrl() instead, consistently with our CAP register.
- */
 const struct nvmet_fabrics_ops nvmet_mdev_fabrics_ops = {
 	.owner			= THIS_MODULE,
 	.type			= NVMET_TRANSPORT_MDEV,
@@ -379,6 +381,7 @@ const struct nvmet_fabrics_ops nvmet_mdev_fabrics_ops = {
 	.remove_port		= nvmet_mdev_remove_port,
 	.delete_ctrl		= nvmet_mdev_delete_ctrl,
 	.get_mdts		= nvmet_mdev_get_mdts,
+	.get_max_queue_size	= nvmet_mdev_get_max_queue_size,
 	.create_sq		= nvmet_mdev_create_sq,
 	.delete_sq		= nvmet_mdev_delete_sq,
 	.create_cq		= nvmet_mdev_create_cq,
