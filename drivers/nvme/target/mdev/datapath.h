@@ -12,12 +12,19 @@
  * Every SQ (admin SQ included) has a kthread that fetches and executes its
  * commands; a trapped write to an SQ doorbell fetches them itself when
  * that thread is asleep (see doorbell.c).  Only these runners pin guest
- * memory (vfio_pin_pages()), and they never hold ctrl->lock or any other
- * lock that dma_unmap may wait for while doing so: the vfio type1 backend
- * calls dma_unmap with its device_list_lock held, which it takes under its
- * iommu->lock, the lock vfio_pin_pages() takes.  dma_unmap therefore
- * excludes the runners with a lock-free pause protocol (pause_count,
- * sq->paused, NVMET_MDEV_SQ_RUNNING) instead of a lock.
+ * memory (vfio_pin_pages()), and they never hold ctrl->lock while doing
+ * so: dma_unmap runs under it and waits for them.  Neither VFIO backend
+ * calls dma_unmap under, or while another thread waits under, the lock
+ * vfio_pin_pages() takes (type1 takes its device_list_lock, held across
+ * dma_unmap, only without its iommu->lock; iommufd holds no lock), so a
+ * runner may pin while an unmap waits for it.  What dma_unmap needs on
+ * return is that no runner still uses the range and that every command
+ * holding guest pages has completed.  The pause protocol (pause_count,
+ * sq->paused, NVMET_MDEV_SQ_RUNNING, then the inflight drain) gives that,
+ * between two commands, with no lock held across a burst; it also lets
+ * the admin SQ's runner stop the others (Doorbell Buffer Config, bus
+ * mastering).  An rw_semaphore whose read side covers a burst would serve
+ * dma_unmap as well, not the drain.
  *
  * dp->qlock (mutex) serialises creation and deletion of queues (admin
  * commands, enable/disable); the queue arrays are read under RCU.
