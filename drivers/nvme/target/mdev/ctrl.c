@@ -14,17 +14,6 @@
 
 #include "datapath.h"
 
-/**
- * nvmet_mdev_ctrl_fatal() - report a controller fatal status (CSTS.CFS)
- * @ctrl: the controller; any context
- *
- * The host is expected to reset the controller.
- */
-void nvmet_mdev_ctrl_fatal(struct nvmet_mdev_ctrl *ctrl)
-{
-	nvmet_mdev_csts_set(ctrl, NVME_CSTS_CFS, 0);
-}
-
 static bool nvmet_mdev_cc_valid(struct nvmet_mdev_ctrl *ctrl)
 {
 	u32 cc = ctrl->regs.cc, aqa = ctrl->regs.aqa;
@@ -293,6 +282,43 @@ void nvmet_mdev_ctrl_reset(struct nvmet_mdev_ctrl *ctrl)
 	nvmet_mdev_regs_reset(ctrl, true);
 	/* Messages held while bus mastering was off go with it. */
 	nvmet_mdev_irq_flush_held(ctrl, false);
+}
+
+/**
+ * nvmet_mdev_dma_unmap() - the guest is unmapping [iova, iova + length)
+ * @ctrl: the controller, ctrl->lock held
+ * @iova: start of the range
+ * @length: its length
+ *
+ * Pauses the queue threads, waits for the commands holding guest data
+ * pages, drops the pins of the range and resumes.  Rings in the range are
+ * unmapped, to be mapped again by their queue thread when next needed;
+ * shadow doorbell buffers in the range fall back to the BAR0 doorbells;
+ * the pin cache drops the chunks the range overlaps (mem.c).  The guest
+ * memory layer calls nobody back: the controller, which owns the queues
+ * and the shadow doorbells, does what an unmap means for each.
+ *
+ * The threads are paused even when the cache holds nothing in the range:
+ * one of them may have pinned pages there and not yet stored them, and
+ * the backend (vfio type1: BUG_ON after ten rounds) unmaps only once
+ * every pin is gone.
+ */
+void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length)
+{
+	u64 end;
+
+	lockdep_assert_held(&ctrl->lock);
+
+	if (!length)
+		return;
+	if (check_add_overflow(iova, length - 1, &end))
+		end = U64_MAX;
+
+	nvmet_mdev_pause(ctrl, NULL);
+	nvmet_mdev_dbbuf_unmap(ctrl, iova, end);
+	nvmet_mdev_unmap_queues(ctrl, iova, end);
+	nvmet_mdev_unpin_range(ctrl, iova, end);
+	nvmet_mdev_resume(ctrl);
 }
 
 /* ------------------------------------------------------------------ */

@@ -238,7 +238,6 @@ struct nvmet_mdev_dp {
 /* ctrl.c */
 int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_ctrl_disable(struct nvmet_mdev_ctrl *ctrl, bool shutdown);
-void nvmet_mdev_ctrl_fatal(struct nvmet_mdev_ctrl *ctrl);
 
 /* regs.c */
 void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl, bool admin_queue);
@@ -250,6 +249,17 @@ static inline void nvmet_mdev_csts_set(struct nvmet_mdev_ctrl *ctrl, u32 set,
 
 	while (!try_cmpxchg(&ctrl->regs.csts, &old, (old & ~clear) | set))
 		;
+}
+
+/**
+ * nvmet_mdev_ctrl_fatal() - report a controller fatal status (CSTS.CFS)
+ * @ctrl: the controller; any context
+ *
+ * The host is expected to reset the controller.
+ */
+static inline void nvmet_mdev_ctrl_fatal(struct nvmet_mdev_ctrl *ctrl)
+{
+	nvmet_mdev_csts_set(ctrl, NVME_CSTS_CFS, 0);
 }
 
 /*
@@ -318,6 +328,7 @@ int nvmet_mdev_gmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, size_t len,
 void nvmet_mdev_gunmap(struct nvmet_mdev_gmap *map);
 int nvmet_mdev_read_guest(struct nvmet_mdev_ctrl *ctrl, u64 iova, void *buf,
 			  size_t len);
+void nvmet_mdev_unpin_range(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last);
 void nvmet_mdev_unpin_all(struct nvmet_mdev_ctrl *ctrl);
 
 /* Whether a mapping overlaps [first, last] (inclusive ends: no wrap). */

@@ -193,14 +193,24 @@ static void nvmet_mdev_chunk_unpin(struct nvmet_mdev_ctrl *ctrl,
 	kfree(pages);
 }
 
-/* Drop the pins of every chunk overlapping [first, last]; threads paused. */
-static void nvmet_mdev_unpin_range(struct nvmet_mdev_ctrl *ctrl,
-				   unsigned long first, unsigned long last)
+/**
+ * nvmet_mdev_unpin_range() - drop the pin cache's pins of a guest range
+ * @ctrl: the controller, its queue threads paused
+ * @first: the first IOVA of the range
+ * @last: its last IOVA
+ *
+ * The cache is dropped by whole chunks, which may be more than the range:
+ * it is refilled on demand.  The ring and shadow doorbell mappings hold
+ * pins of their own (nvmet_mdev_gmap()), which this leaves alone.
+ */
+void nvmet_mdev_unpin_range(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last)
 {
 	unsigned long idx;
 	void *entry;
 
-	xa_for_each_range(&ctrl->dp->pins, idx, entry, first, last) {
+	xa_for_each_range(&ctrl->dp->pins, idx, entry,
+			  first >> NVMET_MDEV_CHUNK_SHIFT,
+			  min_t(u64, last >> NVMET_MDEV_CHUNK_SHIFT, ULONG_MAX)) {
 		xa_erase(&ctrl->dp->pins, idx);
 		nvmet_mdev_chunk_unpin(ctrl, idx, entry);
 		cond_resched();
@@ -213,7 +223,7 @@ static void nvmet_mdev_unpin_range(struct nvmet_mdev_ctrl *ctrl,
  */
 void nvmet_mdev_unpin_all(struct nvmet_mdev_ctrl *ctrl)
 {
-	nvmet_mdev_unpin_range(ctrl, 0, ULONG_MAX);
+	nvmet_mdev_unpin_range(ctrl, 0, U64_MAX);
 }
 
 /**
@@ -327,44 +337,4 @@ int nvmet_mdev_read_guest(struct nvmet_mdev_ctrl *ctrl, u64 iova, void *buf,
 		len -= n;
 	}
 	return 0;
-}
-
-/**
- * nvmet_mdev_dma_unmap() - the guest is unmapping [iova, iova + length)
- * @ctrl: the controller, ctrl->lock held
- * @iova: start of the range
- * @length: its length
- *
- * Pauses the queue threads, waits for the commands holding guest data
- * pages, drops the pins of the range and resumes.  Rings in the range are
- * unmapped, to be mapped again by their queue thread when next needed;
- * shadow doorbell buffers in the range fall back to the BAR0 doorbells.
- * The pin cache is dropped by whole chunks, which may be more than the
- * range: it is refilled on demand.
- *
- * The threads are paused even when the cache holds nothing in the range:
- * one of them may have pinned pages there and not yet stored them, and
- * the backend (vfio type1: BUG_ON after ten rounds) unmaps only once
- * every pin is gone.
- */
-void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length)
-{
-	unsigned long first, last;
-	u64 end;
-
-	lockdep_assert_held(&ctrl->lock);
-
-	if (!length)
-		return;
-	if (check_add_overflow(iova, length - 1, &end))
-		end = U64_MAX;
-
-	first = iova >> NVMET_MDEV_CHUNK_SHIFT;
-	last = min_t(u64, end >> NVMET_MDEV_CHUNK_SHIFT, ULONG_MAX);
-
-	nvmet_mdev_pause(ctrl, NULL);
-	nvmet_mdev_dbbuf_unmap(ctrl, iova, end);
-	nvmet_mdev_unmap_queues(ctrl, iova, end);
-	nvmet_mdev_unpin_range(ctrl, first, last);
-	nvmet_mdev_resume(ctrl);
 }
