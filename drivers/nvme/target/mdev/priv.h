@@ -11,17 +11,28 @@
  *   pci.c      PCI configuration space emulation (PM, MSI-X, PCIe + FLR)
  *   irq.c      VFIO_DEVICE_SET_IRQS: MSI-X / INTx / REQ eventfds
  *   regs.c     BAR0 controller registers, CC/CSTS state machine
- *   ctrl.c     controller enable/disable/reset, nvmet controller, ops table
+ *   ctrl.c     controller enable/disable/reset, nvmet controller, ops table,
+ *              what a guest memory unmap does to queues and pins
  *   sq.c       SQs and their kthreads, fetching commands, pausing, queue
  *              creation and deletion
  *   cq.c       CQs, completion posting, interrupt moderation and coalescing
  *   doorbell.c the doorbell page (mmap, zap, fault), trapped doorbell
  *              writes, the threads' sleep and wake-up protocol, shadow
  *              doorbells (Doorbell Buffer Config) and EventIdx
- *   mem.c      guest memory: pin cache, dma_unmap, ring mappings
+ *   mem.c      guest memory: pin cache, ring and buffer mappings (it calls
+ *              no other file: ctrl.c handles dma_unmap)
  *   prp.c      PRP and SGL translation into scatterlists over guest pages
  *   debugfs.c  per-mdev event counters
  *   model.h    the device model a guest sees (IDs, BARs) and the limits
+ *
+ * Layers: each file calls into its own layer and the ones below, never up.
+ *   device model  vfio.c, pci.c, params.c
+ *   controller    regs.c, ctrl.c
+ *   data path     doorbell.c, sq.c, cq.c, prp.c
+ *   guest memory  mem.c
+ * irq.c (interrupt signalling), port.c and debugfs.c call none of these;
+ * the data path reports a controller fatal status by setting CSTS.CFS
+ * (datapath.h), and guest memory knows nothing of what uses it.
  */
 #ifndef _NVMET_MDEV_PRIV_H
 #define _NVMET_MDEV_PRIV_H
