@@ -115,4 +115,24 @@ static inline bool nvmet_pci_ring_advance(u16 *idx, u32 size)
 	return !*idx;
 }
 
+/**
+ * nvmet_pci_sq_eventidx() - an SQ EventIdx that makes the host ring later
+ * @head: the SQ's head, with no entry queued beyond it
+ * @n: the entries the host may queue before it rings, 1 to @size - 1
+ * @size: the SQ's number of entries
+ *
+ * With shadow doorbells (Doorbell Buffer Config), the host rings the SQ
+ * Tail doorbell only when its write moves the tail past the EventIdx (an
+ * entry in [old tail, new tail), see nvme_dbbuf_need_event()).  This
+ * EventIdx makes it ring on the write that queues the n-th entry after
+ * @head, or any write that queues it with others; with @n = 1, on the
+ * next write.
+ *
+ * Return: the EventIdx.
+ */
+static inline u16 nvmet_pci_sq_eventidx(u16 head, u32 n, u32 size)
+{
+	return (head + n - 1) % size;
+}
+
 #endif /* _NVMET_PCI_COMMON_H */

@@ -414,7 +414,6 @@ void nvmet_mdev_sq_trap_next(struct nvmet_mdev_sq *sq)
 {
 	unsigned int every = min(NVMET_MDEV_TRAP_EVERY, sq->size / 2);
 	struct nvmet_mdev_cq *cq = sq->cq;
-	u16 next = sq->head;
 	unsigned long flags;
 
 	if (!READ_ONCE(sq->ctrl->dp->eidx))
@@ -425,13 +424,15 @@ void nvmet_mdev_sq_trap_next(struct nvmet_mdev_sq *sq)
 		every = min_t(unsigned int, every,
 			      cq->hold - cq->nr_coalesced);
 	if (cq->streaming && every > 1) {
-		next = (next + every - 1) % sq->size;
 		cq->deferred = true;
 		nvmet_mdev_cq_arm(cq);
 		nvmet_mdev_stat_add(cq->ctrl, NVMET_MDEV_STAT_DEFERRED_TRAPS, 1);
+	} else {
+		every = 1;	/* the next write */
 	}
 	nvmet_mdev_eventidx_write(sq->ctrl, nvmet_mdev_sq_db_idx(sq->qid),
-				  next);
+				  nvmet_pci_sq_eventidx(sq->head, every,
+							sq->size));
 	spin_unlock_irqrestore(&cq->lock, flags);
 }
 

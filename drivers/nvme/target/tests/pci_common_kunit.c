@@ -518,6 +518,54 @@ static void sq_tail_valid(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, nvmet_pci_sq_tail_valid(U32_MAX, 65536));
 }
 
+/* The host's test, from drivers/nvme/host/pci.c: nvme_dbbuf_need_event(). */
+static bool host_need_event(u16 event_idx, u16 new_idx, u16 old)
+{
+	return (u16)(new_idx - event_idx - 1) < (u16)(new_idx - old);
+}
+
+/*
+ * The EventIdx the controller publishes makes the host ring exactly on the
+ * write that queues the n-th entry, one entry per write or several at once,
+ * at and across the ring's wrap (which the host's u16 arithmetic does not
+ * follow for sizes other than 65536).
+ */
+static void check_eventidx(struct kunit *test, u16 head, u32 n, u32 size)
+{
+	u16 ei = nvmet_pci_sq_eventidx(head, n, size);
+	u16 tail = head, next;
+	u32 k;
+
+	for (k = 1; k <= n; k++) {
+		next = nvmet_pci_ring_next(tail, size);
+		if (host_need_event(ei, next, tail))
+			break;
+		tail = next;
+	}
+	KUNIT_EXPECT_EQ_MSG(test, k, n, "size %u head %u", size, head);
+	/* n entries in one write ring; n - 1 do not. */
+	KUNIT_EXPECT_TRUE(test, host_need_event(ei, (head + n) % size, head));
+	if (n > 1)
+		KUNIT_EXPECT_FALSE(test, host_need_event(ei, (head + n - 1) % size,
+							 head));
+}
+
+static void sq_eventidx(struct kunit *test)
+{
+	static const u32 sizes[] = { 2, 4, 5, 1024, 65536 };
+	unsigned int i, h;
+	u32 n;
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		u32 size = sizes[i];
+		u16 heads[] = { 0, 1, size / 2, size - 2, size - 1 };
+
+		for (h = 0; h < ARRAY_SIZE(heads); h++)
+			for (n = 1; n < size && n <= 40; n++)
+				check_eventidx(test, heads[h], n, size);
+	}
+}
+
 static struct kunit_case nvmet_pci_common_cases[] = {
 	KUNIT_CASE(prp_count),
 	KUNIT_CASE(prp_one_page),
@@ -538,6 +586,7 @@ static struct kunit_case nvmet_pci_common_cases[] = {
 	KUNIT_CASE(cq_full),
 	KUNIT_CASE(cq_head_valid),
 	KUNIT_CASE(sq_tail_valid),
+	KUNIT_CASE(sq_eventidx),
 	{}
 };
 
