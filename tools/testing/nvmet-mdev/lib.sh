@@ -33,6 +33,62 @@ tap_done() {
 	[ $_tap_failed -eq 0 ]
 }
 
+# tap_run [-p PREFIX] [-o FILE] COMMAND [ARGS...]: run a command that
+# reports TAP of its own (client/run.sh) as part of this test's one stream:
+# its results are numbered on from ours (their descriptions prefixed with
+# PREFIX), its version and plan lines dropped, the rest passed through as it
+# comes (and written to FILE too).  A command that fails without a failing
+# result of its own adds one.  Not in a pipeline: it counts for tap_done.
+# The output comes through a FIFO: the test VM has no /dev/fd for a
+# process substitution.
+tap_run() {
+	local prefix='' file=/dev/null line rc fifo pid bad=0
+
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-p) prefix=$2; shift 2 ;;
+		-o) file=$2; : > "$file"; shift 2 ;;
+		*) break ;;
+		esac
+	done
+	fifo=$(mktemp -u /tmp/.tap_run.XXXXXX)
+	if ! mkfifo "$fifo"; then
+		tap_ok "${prefix}$1: a FIFO for its output" false
+		return 1
+	fi
+	"$@" > "$fifo" &
+	pid=$!
+	while IFS= read -r line; do
+		case $line in
+		"TAP version "* | 1..[0-9]*) continue ;;
+		"ok "[0-9]* | "not ok "[0-9]*)
+			_tap_n=$((_tap_n + 1))
+			if [[ $line == "not ok "* ]]; then
+				line=${line#not ok }
+				line="not ok $_tap_n $prefix${line#* }"
+				if [[ $line != *"# "@(SKIP|TODO|XFAIL)* ]]; then
+					_tap_failed=$((_tap_failed + 1))
+					bad=1
+				fi
+			else
+				line=${line#ok }
+				line="ok $_tap_n $prefix${line#* }"
+			fi
+			;;
+		esac
+		echo "$line"
+		echo "$line" >> "$file"
+	done < "$fifo"
+	wait "$pid"
+	rc=$?
+	rm -f "$fifo"
+	if [ "$rc" -ne 0 ] && [ $bad -eq 0 ]; then
+		tap_ok "${prefix}$1 exited with status $rc" false
+		bad=1
+	fi
+	return $bad
+}
+
 die() {
 	echo "# FATAL: $*"
 	_tap_n=$((_tap_n + 1))

@@ -5,7 +5,8 @@
 # conformance, hostile-input and fuzz cases, through one VFIO binding (the
 # container; 20-client-iommufd.sh runs this with iommufd), against a
 # file-backed namespace whose backing file the tests read to check the
-# data.  Each case is one TAP result.
+# data.  Each case is one TAP result, in one stream with one plan (the
+# client's runs are folded in by tap_run).
 # timeout: 2400
 . "$(dirname "$0")/../lib.sh"
 b=${NVMET_MDEV_CLIENT_BINDING:-container}
@@ -28,16 +29,15 @@ echo on > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap"
 # the totals below when a run is missing.  Each run also reports its host
 # budgets (memory, idle CPU, pinned pages, kernel log).
 c=$NVMET_MDEV_HARNESS/client/run.sh
-"$c" -b "$b" -t regs_test -t admin_test -t io_test -t irq_test -t hostile_test \
-	"$uuid" /tmp/client.img
-rc=$?
+tap_run "$c" -b "$b" -t regs_test -t admin_test -t io_test -t irq_test \
+	-t hostile_test "$uuid" /tmp/client.img
 export NVMET_MDEV_FUZZ_CMDS=${NVMET_MDEV_FUZZ_CMDS:-20000}
 export NVMET_MDEV_FUZZ_WRITES=${NVMET_MDEV_FUZZ_WRITES:-2000}
 export NVMET_MDEV_FUZZ_SECS=${NVMET_MDEV_FUZZ_SECS:-900}
 runs=2
 fuzz_start=$SECONDS
-"$c" -b "$b" -d both -t fuzz_test "$uuid" /tmp/client.img | tee /tmp/fuzz.tap
-[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+tap_run -o /tmp/fuzz.tap "$c" -b "$b" -d both -t fuzz_test "$uuid" \
+	/tmp/client.img
 fuzz_secs=$((SECONDS - fuzz_start))
 # "totals: N commands, N writes, N ms", one line per run.
 totals=$(sed -n \
@@ -62,14 +62,12 @@ tap_ok "client $b: fuzz totals: $t" \
 # doorbell_mmap=off: the page is not offered, every doorbell write traps
 # and the writer fetches the commands (I/O data checked against the file).
 echo off > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap"
-"$c" -b "$b" -d pwrite -t regs_test -t io_test "$uuid" /tmp/client.img |
-	sed 's/^\(\(not \)\{0,1\}ok [0-9]* \)/\1trapped-only: /'
-[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+tap_run -p "trapped-only: " "$c" -b "$b" -d pwrite -t regs_test -t io_test \
+	"$uuid" /tmp/client.img
 
 # Last: module unload and mdev removal while the device is open (the
 # mdev is re-created, with its default attributes).
-"$c" -b "$b" -d pwrite -t lifecycle_test "$uuid" /tmp/client.img
-[ $? -eq 0 ] || rc=1
+tap_run "$c" -b "$b" -d pwrite -t lifecycle_test "$uuid" /tmp/client.img
 
 # The hostile cases made the driver complain: its messages name the mdev
 # (the UUID the administrator knows), not the vfio character device.
@@ -80,4 +78,4 @@ tap_ok "client $b: the driver's messages name the mdev ($named), none the vfio d
 tap_ok "client $b: remove the mdev after the tests" remove_mdev "$uuid"
 teardown_nvmet
 tap_ok "client $b: nvmet-mdev unloads" modprobe -r nvmet-mdev
-exit $rc
+tap_done
