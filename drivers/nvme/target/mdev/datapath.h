@@ -229,12 +229,6 @@ struct nvmet_mdev_dp {
 	struct work_struct	delete_work;	/* ops->delete_ctrl */
 };
 
-/* Controller Capabilities fields (NVMe Base 2.1, 3.1.4.1). */
-#define NVMET_MDEV_CAP_MQES	GENMASK_ULL(15, 0)
-#define NVMET_MDEV_CAP_CQR	BIT_ULL(16)
-#define NVMET_MDEV_CAP_TO	GENMASK_ULL(31, 24)
-#define NVMET_MDEV_CAP_CSS	GENMASK_ULL(44, 37)
-
 /* ctrl.c */
 int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_ctrl_disable(struct nvmet_mdev_ctrl *ctrl, bool shutdown);

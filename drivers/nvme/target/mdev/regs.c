@@ -24,9 +24,6 @@
 				 NVME_CC_SHN_MASK | NVME_CC_IOSQES_MASK | \
 				 NVME_CC_IOCQES_MASK)
 
-/* CAP.TO: worst case time to become ready, in 500 ms units (as nvmet). */
-#define NVMET_MDEV_READY_TIMEOUT	15
-
 static u16 nvmet_mdev_mqes(struct nvmet_mdev_ctrl *ctrl)
 {
 	int port_max = ctrl->port->nport->max_queue_size;
@@ -47,10 +44,8 @@ static u16 nvmet_mdev_mqes(struct nvmet_mdev_ctrl *ctrl)
  */
 void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl, bool admin_queue)
 {
-	ctrl->regs.cap = FIELD_PREP(NVMET_MDEV_CAP_MQES, nvmet_mdev_mqes(ctrl)) |
-		NVMET_MDEV_CAP_CQR |
-		FIELD_PREP(NVMET_MDEV_CAP_TO, NVMET_MDEV_READY_TIMEOUT) |
-		FIELD_PREP(NVMET_MDEV_CAP_CSS, NVME_CAP_CSS_NVM | NVME_CAP_CSS_CSI);
+	/* As nvmet builds the controller's, which checks the guest's queues. */
+	ctrl->regs.cap = nvmet_cap(nvmet_mdev_mqes(ctrl), true);
 	if (!ctrl->regs.vs)
 		ctrl->regs.vs = NVMET_DEFAULT_VS;
 	ctrl->regs.intms = 0;
