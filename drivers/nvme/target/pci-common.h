@@ -26,6 +26,17 @@ struct nvmet_pci_dptr {
 	u8	mps_shift;
 };
 
+/**
+ * nvmet_pci_mdts_bytes() - the largest transfer a controller's MDTS allows
+ * @mdts: Maximum Data Transfer Size: a power of two, in units of the
+ *	minimum memory page size; 0 for no limit
+ * @mps_shift: log2 of the minimum memory page size (CAP.MPSMIN + 12)
+ */
+static inline u64 nvmet_pci_mdts_bytes(u8 mdts, u8 mps_shift)
+{
+	return mdts ? 1ULL << (mdts + mps_shift) : U64_MAX;
+}
+
 unsigned int nvmet_pci_prp_count(u64 prp1, size_t len, u8 mps_shift);
 u16 nvmet_pci_map_prps(const struct nvmet_pci_dptr *d, u64 prp1, u64 prp2,
 		       size_t len);

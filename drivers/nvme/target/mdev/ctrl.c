@@ -12,6 +12,7 @@
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 
+#include "../pci-common.h"
 #include "datapath.h"
 
 static bool nvmet_mdev_cc_valid(struct nvmet_mdev_ctrl *ctrl)
@@ -105,7 +106,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	if (nport->mdts > 0 && nport->mdts < mdts)
 		mdts = nport->mdts;
 	dp->mdts = mdts;
-	dp->max_xfer = (size_t)SZ_4K << mdts;
+	dp->max_xfer = nvmet_pci_mdts_bytes(mdts, ilog2(NVMET_MDEV_MPS));
 
 	bitmap_zero(dp->vec_cd, NVMET_MDEV_MAX_VECTORS);
 

@@ -267,6 +267,57 @@ static void prp_list_full_page(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, h->hi, PAGE_ADDR(2) + 255 * 8 - 1);
 }
 
+/*
+ * MDTS: the bytes it allows, and the largest transfer nvmet-mdev allows
+ * (MDTS 10, 4 MiB), whose PRP list chains over list pages (two, three
+ * with a PRP1 offset): each data page is added once and the walk reads no
+ * list entry beyond the last one the transfer needs.
+ */
+static void prp_mdts_bound(struct kunit *test)
+{
+	static const unsigned int offsets[] = { 0, 512 };
+	const u64 data = 0x200000000ULL, max = nvmet_pci_mdts_bytes(10, 12);
+	unsigned int i, j, n, page;
+	struct nvmet_pci_dptr d;
+	struct host *h;
+	u64 at;
+
+	KUNIT_EXPECT_EQ(test, nvmet_pci_mdts_bytes(0, 12), U64_MAX);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_mdts_bytes(1, 12), SZ_8K);
+	KUNIT_EXPECT_EQ(test, max, SZ_4M);
+	KUNIT_EXPECT_EQ(test, nvmet_pci_mdts_bytes(5, 16), SZ_2M);
+
+	for (j = 0; j < ARRAY_SIZE(offsets); j++) {
+		h = host_init(test, &d, 12);
+		n = nvmet_pci_prp_count(data + offsets[j], max, 12);
+		KUNIT_EXPECT_EQ(test, n, SZ_1K + !!offsets[j]);
+		/*
+		 * Entries 1 to n - 1 in list pages from page 2 on; the last
+		 * slot of a page points to the next one unless it holds the
+		 * last entry.
+		 */
+		page = 2;
+		at = PAGE_ADDR(page);
+		for (i = 1; i < n; i++) {
+			if (at == PAGE_ADDR(page) + SZ_4K - 8 && n - i > 1) {
+				put_prp(h, at, PAGE_ADDR(++page));
+				at = PAGE_ADDR(page);
+			}
+			put_prp(h, at, data + (u64)i * SZ_4K);
+			at += 8;
+		}
+		KUNIT_EXPECT_EQ(test, page, offsets[j] ? 4 : 3);
+		KUNIT_EXPECT_EQ(test,
+				nvmet_pci_map_prps(&d, data + offsets[j],
+						   PAGE_ADDR(2), max),
+				NVME_SC_SUCCESS);
+		KUNIT_EXPECT_EQ(test, h->nr, 1);
+		KUNIT_EXPECT_EQ(test, h->addr[0], data + offsets[j]);
+		KUNIT_EXPECT_EQ(test, added(h), max);
+		KUNIT_EXPECT_EQ(test, h->hi, at - 1);
+	}
+}
+
 /* A 64 KiB memory page size: offsets and entries in its units. */
 static void prp_mps_64k(struct kunit *test)
 {
@@ -576,6 +627,7 @@ static struct kunit_case nvmet_pci_common_cases[] = {
 	KUNIT_CASE(prp_list_bad_alignment),
 	KUNIT_CASE(prp_list_chained),
 	KUNIT_CASE(prp_list_full_page),
+	KUNIT_CASE(prp_mdts_bound),
 	KUNIT_CASE(prp_mps_64k),
 	KUNIT_CASE(prp_host_errors),
 	KUNIT_CASE(sgl_one_block),
