@@ -27,6 +27,11 @@ static const char * const nvmet_mdev_stat_names[NVMET_MDEV_NR_STATS] = {
 	[NVMET_MDEV_STAT_DEFERRED_TRAPS]	= "deferred_traps",
 	[NVMET_MDEV_STAT_HOLD_TIMEOUTS]		= "moderation_timeouts",
 	[NVMET_MDEV_STAT_DB_FAULTS]		= "doorbell_faults",
+	[NVMET_MDEV_STAT_COMPLETIONS]		= "completions",
+	[NVMET_MDEV_STAT_SLEEPS]		= "sleeps",
+	[NVMET_MDEV_STAT_WAKEUPS]		= "wakeups",
+	[NVMET_MDEV_STAT_PIN_HITS]		= "pin_cache_hits",
+	[NVMET_MDEV_STAT_PIN_MISSES]		= "pin_cache_misses",
 };
 
 static struct dentry *nvmet_mdev_debugfs_root;

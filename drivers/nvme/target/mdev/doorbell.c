@@ -48,6 +48,8 @@
 
 void nvmet_mdev_sq_kick(struct nvmet_mdev_sq *sq)
 {
+	if (READ_ONCE(sq->asleep) && !READ_ONCE(sq->kicked))
+		nvmet_mdev_stat_add(sq->ctrl, NVMET_MDEV_STAT_WAKEUPS, 1);
 	WRITE_ONCE(sq->kicked, true);
 	wake_up(&sq->wq);
 }
@@ -302,6 +304,7 @@ void nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq)
 	if (!nvmet_mdev_sq_has_work(sq)) {
 		if (last)
 			nvmet_mdev_wake_sleepers(sq);
+		nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_SLEEPS, 1);
 		wait_event_idle(sq->wq, READ_ONCE(sq->kicked) ||
 				READ_ONCE(dp->pause_count) ||
 				kthread_should_stop());

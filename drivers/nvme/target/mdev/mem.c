@@ -98,6 +98,7 @@ int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
 	unsigned int i = (iova >> PAGE_SHIFT) & (NVMET_MDEV_CHUNK_PAGES - 1);
 	u64 chunk = nvmet_mdev_chunk_iova(idx);
 	struct page **pages, **new;
+	bool missed = false;
 	struct page *p;
 	void *entry;
 	int ret;
@@ -107,6 +108,9 @@ int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
 
 	entry = xa_load(&ctrl->dp->pins, idx);
 	if (!entry) {
+		/* A miss costs vfio calls: counted once, here or below. */
+		nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_PIN_MISSES, 1);
+		missed = true;
 		new = nvmet_mdev_chunk_pin(ctrl, idx);
 		if (new) {
 			entry = xa_tag_pointer(new, NVMET_MDEV_CHUNK_FULL);
@@ -122,6 +126,9 @@ int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
 		pages = xa_untag_pointer(entry);
 		p = READ_ONCE(pages[i]);
 		if (likely(p)) {
+			if (!missed)
+				nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_PIN_HITS,
+						    1);
 			*page = p;
 			return 0;
 		}
@@ -131,6 +138,8 @@ int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
 			return -EFAULT;
 	}
 
+	if (!missed)
+		nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_PIN_MISSES, 1);
 	ret = vfio_pin_pages(&ctrl->vdev, iova & PAGE_MASK, 1,
 			     IOMMU_READ | IOMMU_WRITE, &p);
 	if (ret != 1)

@@ -193,6 +193,11 @@ enum nvmet_mdev_stat {
 	NVMET_MDEV_STAT_DEFERRED_TRAPS,		/* traps leaving EventIdx ahead */
 	NVMET_MDEV_STAT_HOLD_TIMEOUTS,		/* moderation ended by the timer */
 	NVMET_MDEV_STAT_DB_FAULTS,		/* faults on the zapped db page */
+	NVMET_MDEV_STAT_COMPLETIONS,		/* CQ entries posted */
+	NVMET_MDEV_STAT_SLEEPS,			/* queue threads gone to sleep */
+	NVMET_MDEV_STAT_WAKEUPS,		/* ... and kicked awake */
+	NVMET_MDEV_STAT_PIN_HITS,		/* guest pages found pinned */
+	NVMET_MDEV_STAT_PIN_MISSES,		/* ... and pinned by vfio */
 	NVMET_MDEV_NR_STATS
 };
 
