@@ -13,6 +13,7 @@ BUILD		:= $(TOP)/build
 SRC		:= $(BUILD)/src
 OBJ		:= $(BUILD)/obj
 GOBJ		:= $(BUILD)/obj-guest
+POBJ		:= $(BUILD)/obj-perf
 HARNESS		:= $(TOP)/tools/testing/nvmet-mdev
 JOBS		?= $(shell echo $$(( $$(nproc) + 1 )))
 
@@ -34,7 +35,7 @@ KMAKE		= $(MAKE) -C $(SRC) O=$(OBJ) CC="ccache gcc" -j$(JOBS) \
 		  KCFLAGS="$(KCFLAGS)"
 
 .PHONY: all help deps kernel source config client fio check demo lint \
-	patches shell test bench clean distclean
+	patches shell test bench perf-kernel clean distclean
 
 all: kernel
 
@@ -46,7 +47,8 @@ help:
 	@echo "make test T=name   run one test (tools/testing/nvmet-mdev/tests/name.sh)"
 	@echo "make patches   the whole work as a format-patch series in build/patches/"
 	@echo "make demo      boot, create an mdev, run a guest on it, show what it sees"
-	@echo "make bench     fio on an mdev, QEMU's NVMe and virtio-blk in one guest, side by side"
+	@echo "make bench     fio on an mdev and its peers at their best, side by side (build/bench/)"
+	@echo "make perf-kernel  the production build make bench boots: build/perf-bzImage"
 	@echo "make shell     interactive shell in the host VM"
 	@echo "make clean     drop the build objects (keeps the fetched source)"
 
@@ -78,6 +80,16 @@ $(GOBJ)/.config: $(HARNESS)/config $(HARNESS)/config.guest $(TOP)/patches/series
 	$(MAKE) -C $(SRC) O=$(GOBJ) olddefconfig >/dev/null
 	$(HARNESS)/check-config.sh $(HARNESS)/config.guest $(GOBJ)/.config
 
+# The benchmark's host VM kernel: the same fragment with config.perf on top.
+$(POBJ)/.config: $(HARNESS)/config $(HARNESS)/config.perf $(TOP)/patches/series \
+		$(TOP)/drivers/nvme/target/mdev/Kconfig | source
+	mkdir -p $(POBJ)
+	$(MAKE) -C $(SRC) O=$(POBJ) allnoconfig >/dev/null
+	cd $(POBJ) && $(SRC)/scripts/kconfig/merge_config.sh -m -O $(POBJ) \
+		$(POBJ)/.config $(HARNESS)/config $(HARNESS)/config.perf >/dev/null
+	$(MAKE) -C $(SRC) O=$(POBJ) olddefconfig >/dev/null
+	$(HARNESS)/check-config.sh $(HARNESS)/config.perf $(POBJ)/.config
+
 config: source $(OBJ)/.config $(GOBJ)/.config
 
 kernel: source $(OBJ)/.config $(GOBJ)/.config
@@ -91,6 +103,19 @@ kernel: source $(OBJ)/.config $(GOBJ)/.config
 		-j$(JOBS) bzImage
 	cp $(GOBJ)/arch/x86/boot/bzImage $(BUILD)/guest-bzImage.tmp
 	mv $(BUILD)/guest-bzImage.tmp $(BUILD)/guest-bzImage
+
+# The production build of the same tree for make bench: build/perf-bzImage
+# and build/perf-modules/ (the VMs' init picks the modules of the kernel
+# that runs).
+perf-kernel: source $(POBJ)/.config
+	flock $(BUILD)/.build.lock $(MAKE) -C $(SRC) O=$(POBJ) CC="ccache gcc" \
+		-j$(JOBS) bzImage modules
+	cp $(POBJ)/arch/x86/boot/bzImage $(BUILD)/perf-bzImage.tmp
+	mv $(BUILD)/perf-bzImage.tmp $(BUILD)/perf-bzImage
+	flock $(BUILD)/.build.lock $(MAKE) -C $(SRC) O=$(POBJ) -s \
+		INSTALL_MOD_PATH=$(BUILD)/perf-modules.tmp modules_install
+	rm -rf $(BUILD)/perf-modules && \
+		mv $(BUILD)/perf-modules.tmp $(BUILD)/perf-modules
 
 # Static checks on the driver, the nvmet core's PCI helpers and their
 # other user, nvmet-pci-epf: sparse, W=1 and checkpatch --strict.
@@ -131,11 +156,12 @@ demo: deps kernel fio
 shell: kernel
 	$(HARNESS)/vm.sh --interactive
 
-bench: deps kernel fio
+bench: deps kernel perf-kernel client fio
 	$(HARNESS)/bench.sh
 
 clean:
-	rm -rf $(OBJ) $(GOBJ) $(BUILD)/bzImage $(BUILD)/guest-bzImage $(BUILD)/modules
+	rm -rf $(OBJ) $(GOBJ) $(POBJ) $(BUILD)/bzImage $(BUILD)/guest-bzImage \
+		$(BUILD)/modules $(BUILD)/perf-bzImage $(BUILD)/perf-modules
 
 distclean:
 	rm -rf $(BUILD)

@@ -53,13 +53,17 @@ case " $cmdline " in
 		[ -d "$d" ] && m+=(tmpfs none "$d" mode=0755)
 	done
 	mounts "${m[@]}"
-	# Our modules live in build/modules (the read-only root has no
-	# /lib/modules for this kernel): a modprobe wrapper first in PATH,
+	# Our modules live in build/modules, make bench's production
+	# kernel's in build/perf-modules (the read-only root has no
+	# /lib/modules for these kernels): a modprobe wrapper first in PATH,
 	# and the same wrapper for the kernel's request_module().
 	top=$here/../../..
+	moddir=$top/build/modules
+	[ -d "$top/build/perf-modules/lib/modules/$(uname -r)" ] &&
+		moddir=$top/build/perf-modules
 	mkdir -p /run/bin
-	printf '#!/bin/sh\nexec /sbin/modprobe -d %s/build/modules "$@"\n' \
-		"$top" > /run/bin/modprobe
+	printf '#!/bin/sh\nexec /sbin/modprobe -d %s "$@"\n' \
+		"$moddir" > /run/bin/modprobe
 	chmod +x /run/bin/modprobe
 	[ -w /proc/sys/kernel/modprobe ] && echo /run/bin/modprobe > /proc/sys/kernel/modprobe
 	export PATH=/run/bin:$PATH

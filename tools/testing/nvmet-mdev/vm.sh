@@ -329,6 +329,7 @@ libvirt_guest() {
 case $kernel in
 "$top/build/bzImage") sysmap=$top/build/obj/System.map ;;
 "$top/build/guest-bzImage") sysmap=$top/build/obj-guest/System.map ;;
+"$top/build/perf-bzImage") sysmap=$top/build/obj-perf/System.map ;;
 *) sysmap=$(dirname "$kernel")/System.map ;;
 esac
 watch= state=
