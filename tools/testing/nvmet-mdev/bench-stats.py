@@ -5,18 +5,20 @@
     bench-stats.py MARKS OUT [QMP]
 
 Follows the file MARKS (a glob: the guest's run directory is made by vm.sh)
-the guest appends its markers to; at each "bench-mark: start|end JOB@DISK"
-line, written around each fio job, appends one line to OUT:
+the guest appends its markers to; at each "bench-mark: start|end KEY IOS"
+line, written around each fio job with the disk's I/O count so far,
+appends one line to OUT:
 
-    start|end JOB@DISK SECONDS KVM-COUNTERS... MDEV-CPU MDEV-SLEEPS IDLE
-        MDEV-COUNTERS...
+    start|end KEY IOS SECONDS KVM-COUNTERS... MDEV-CPU MDEV-SLEEPS IDLE
+        BUSY MDEV-COUNTERS...
 
 KVM counters are KVM's debugfs statistics (all VMs of the host VM: the one
 guest), MDEV-CPU the CPU time of the nvmet-mdev queue threads and
 MDEV-SLEEPS their voluntary context switches (how often they slept), both
-summed over the threads, IDLE the host VM's idle time (/proc/stat),
-times in clock ticks, and MDEV-COUNTERS some of the mdevs' debugfs
-counters (MDEV_KEYS), summed over the mdevs.  One process that never forks: a fork and exec costs
+summed over the threads, IDLE and BUSY the host VM's idle and busy time
+(/proc/stat; busy is user, nice, system, irq, softirq and steal), times
+in clock ticks, and MDEV-COUNTERS the mdevs' debugfs counters
+(MDEV_KEYS), summed over the mdevs.  One process that never forks: a fork and exec costs
 a debug host VM under TCG about 0.3 s, which a shell loop would take from
 the guest it measures.  Ends at "bench-mark: done", or after a day.
 
@@ -41,7 +43,8 @@ KVM_KEYS = ["exits", "mmio_exits", "halt_exits", "halt_wakeup", "pf_taken",
             "irq_injections"]
 MDEV_KEYS = ["commands", "trapped_doorbell_writes", "interrupts",
              "moderation_probes", "moderation_probes_failed", "deferred_traps",
-             "moderation_timeouts"]
+             "moderation_timeouts", "doorbell_faults", "completions", "sleeps",
+             "wakeups", "pin_cache_hits", "pin_cache_misses"]
 
 
 def read_int(path):
@@ -74,9 +77,11 @@ def mdev_threads():
     return cpu, sleeps
 
 
-def idle_ticks():
+def cpu_ticks():
+    """(idle, busy) clock ticks of the host VM so far."""
     with open("/proc/stat") as f:
-        return int(f.readline().split()[4])
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return v[3], v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
 
 
 def mdev_counters():
@@ -93,7 +98,7 @@ def mdev_counters():
 def sample():
     vals = [read_int(os.path.join(KVM, k)) for k in KVM_KEYS]
     cpu, sleeps = mdev_threads()
-    return vals + [cpu, sleeps, idle_ticks()] + mdev_counters()
+    return vals + [cpu, sleeps] + list(cpu_ticks()) + mdev_counters()
 
 
 def threads():
@@ -229,7 +234,7 @@ def main():
             if line == "bench-mark: done":
                 return
             if line.startswith("bench-mark: "):
-                what = line.split()[1:3]
+                what = line.split()[1:4]
                 with open(out, "a") as f:
                     f.write(" ".join(what + ["%.3f" % time.time()] +
                                      [str(v) for v in sample()]) + "\n")

@@ -1,645 +1,614 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The benchmark ("make bench"): the same fio jobs on four equal disks seen
-# by one nested KVM guest, measured in one run and printed side by side:
+# The benchmark ("make bench"): the same fio jobs on the mdev and on the
+# peers at their best, over the same backends, in one run, reported side by
+# side (bench-report.py: build/bench/latest.txt and latest.json).
 #
-#   mdev        an nvmet file namespace exported through an mdev port
-#   mdev-alt    the same through a second mdev with the other doorbell_mmap
-#   qemu-nvme   QEMU's emulated NVMe controller (-device nvme)
-#   virtio-blk  QEMU's virtio-blk (-device virtio-blk-pci)
+# The host VM boots build/perf-bzImage, the production build of the same
+# tree and driver (config.perf: no KASAN, lockdep or other debug options),
+# once per host shape: 2 vCPUs with a 2-vCPU guest, then 1 vCPU shared by
+# the guest and every device's back end (an oversubscribed host).  Disks,
+# each once over each backend:
 #
-# Each is a file of the same size on the host VM's tmpfs, written in full
-# first.  One host VM (2 vCPUs unless told otherwise; 4G, more for big
-# disks: its tmpfs gets half of it) boots, one guest
-# boots with all four disks attached and runs every fio job on each, the
-# jobs interleaved across the disks (job 1 on mdev, mdev-alt, qemu-nvme,
-# virtio-blk, then job 2, ...) so that a change in the machine's load hits
-# them alike, and the whole is repeated (three times unless told otherwise).
-# The table gives IOPS (and MiB/s for 128k), mean and p99 latency, the
-# medians of the repeats, and the mdev's ratio to each peer (the median of
-# the repeats' ratios and their range), all from this run, then what the host
-# VM spent per I/O (KVM exits, the queue threads' sleeps and CPU time; see
-# bench-stats.py); it is also saved as build/bench/latest.txt and the whole
-# console as build/bench/console.log.
+#   mdev            an nvmet namespace exported through an mdev port
+#   qemu-nvme       QEMU's -device nvme with ioeventfd=on
+#   virtio-blk      modern virtio-blk-pci, one queue per guest vCPU plus a
+#                   poll queue, mapped over iothreads (iothread-vq-mapping)
+#   vhost-user-blk  qemu-storage-daemon's vhost-user-blk export
+#   vhost-scsi      the kernel's vhost-scsi over LIO (configfs)
+#   host-local      the same fio job in the host VM on the backend itself:
+#                   the limit
 #
-# Everything runs nested under TCG: absolute numbers mean little, the ratios
-# are the point.  A 2-vCPU TCG host VM now and then dies with "Oops: int3"
-# (QEMU's multi-threaded TCG racing with KVM's static key patching, see the
-# README); such a run is re-run once, and the report says so.
+# QEMU's drives and the storage daemon's use cache=none and aio=io_uring.
+# Backends: a file on the host VM's tmpfs (each disk its own, written in
+# full first) and a null_blk device (each disk its own: the device path,
+# not the page cache).  Each repeat runs every job on every disk once, the
+# disks in an order shuffled per repeat; host-local runs in the host VM
+# before the guest boots.  Host CPU per I/O is the host VM's busy time
+# over the job (from its first I/O to fio's exit) divided by the disk's
+# I/Os in that window, both sampled by bench-stats.py; the mdev's queue
+# threads' CPU time and its debugfs counters are reported per I/O too.
+# The device side alone: the userspace client's perf tool on the mdev
+# against fio on the same backend in the host VM, same depths.
+#
+# Everything runs nested under TCG: the ratios are the point, and the
+# report says what TCG distorts (README, "Benchmarks").
 #
 # Environment (all optional; passed on into the VMs):
-#   NVMET_MDEV_BENCH_SIZE_MB      size of each disk in MiB (default 512)
-#   NVMET_MDEV_BENCH_RUNTIME      seconds measured per job (default 8)
-#   NVMET_MDEV_BENCH_RAMP         seconds of warm-up per job, not measured
-#                                 (default 2)
-#   NVMET_MDEV_BENCH_REPEATS      how many times each job runs on each disk
-#                                 (default 3): the table gives medians, and
-#                                 the ratios' ranges over the repeats
-#   NVMET_MDEV_BENCH_HOST_SMP     host VM vCPUs (default 2; 1 puts the
-#                                 guest and the device on one CPU)
-#   NVMET_MDEV_BENCH_GUEST_SMP    guest vCPUs (default 1: the host VM's
-#                                 other vCPU is left to the device side)
-#   NVMET_MDEV_BENCH_DB_MMAP      the mdev's doorbell_mmap (default: auto)
-#   NVMET_MDEV_BENCH_DRIVE_OPTS   -drive options of the two QEMU disks
-#                                 (default cache=none,aio=native)
-#   NVMET_MDEV_BENCH_JOBS         the fio jobs run, a subset of the names
-#                                 below (default all), e.g.
-#                                 "128k-seqread-QD8 128k-seqwrite-QD8"
-#   NVMET_MDEV_BENCH_DISKS        the disks measured, a subset of "mdev
-#                                 mdev-alt qemu-nvme virtio-blk" (default
-#                                 all; all four are attached either way)
-#   NVMET_MDEV_GUEST_KERNEL       guest kernel (default build/guest-bzImage;
-#                                 it needs CONFIG_VIRTIO_BLK, see
-#                                 config.guest, or virtio-blk shows n/a)
+#   NVMET_MDEV_BENCH_SHAPES     host VM vCPU counts to run (default "2 1")
+#   NVMET_MDEV_BENCH_REPEATS    repeats (default 3)
+#   NVMET_MDEV_BENCH_RUNTIME    seconds measured per job (default 5)
+#   NVMET_MDEV_BENCH_RAMP       seconds of warm-up per job (default 1)
+#   NVMET_MDEV_BENCH_SIZE_MB    size of each disk in MiB (default 256)
+#   NVMET_MDEV_BENCH_DISKS      a subset of the disks above (default all)
+#   NVMET_MDEV_BENCH_BACKENDS   a subset of "file null_blk" (default both)
+#   NVMET_MDEV_BENCH_JOBS       a subset of the job names below
+#   NVMET_MDEV_BENCH_KERNEL     perf (default) or debug: the host VM kernel
+#   NVMET_MDEV_BENCH_DB_MMAP    the mdev's doorbell_mmap (default: auto)
+#   NVMET_MDEV_GUEST_KERNEL     guest kernel (default build/guest-bzImage)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 
 nqn=nqn.2026-11.org.example:bench
-nqn_alt=nqn.2026-11.org.example:bench-alt
-# mdev-alt: a second mdev with the other doorbell_mmap setting than mdev's
-# default ("auto": mapped with two or more CPUs, trapped with one).
-all_disks=(mdev mdev-alt qemu-nvme virtio-blk)
-read -ra disks <<< "${NVMET_MDEV_BENCH_DISKS:-${all_disks[*]}}"
-for d in "${disks[@]}"; do
-	case " ${all_disks[*]} " in
-	*" $d "*) ;;
-	*) echo "bench.sh: NVMET_MDEV_BENCH_DISKS: no disk \"$d\"" >&2; exit 2 ;;
-	esac
-done
-# name rw bs iodepth [numjobs]
-fio_jobs=(
-	"4k-randread-QD1 randread 4k 1"
-	"4k-randread-QD32 randread 4k 32"
-	"4k-randwrite-QD1 randwrite 4k 1"
-	"4k-randwrite-QD32 randwrite 4k 32"
-	"128k-seqread-QD8 read 128k 8"
-	"128k-seqwrite-QD8 write 128k 8"
-	"4k-randrw-QD16x3 randrw 4k 16 3"
+all_disks=(mdev qemu-nvme virtio-blk vhost-user-blk vhost-scsi host-local)
+all_backends=(file null_blk)
+# name rw bs iodepth numjobs polled
+all_jobs=(
+	"4k-randread-qd1 randread 4k 1 1 0"
+	"4k-randread-qd1-poll randread 4k 1 1 1"
+	"4k-randread-qd32 randread 4k 32 1 0"
+	"4k-randwrite-qd32 randwrite 4k 32 1 0"
+	"128k-seqread-qd8 read 128k 8 1 0"
+	"128k-seqwrite-qd8 write 128k 8 1 0"
+	"4k-randread-qd32x2 randread 4k 32 2 0"
 )
-reps=${NVMET_MDEV_BENCH_REPEATS:-3}
-if ! [[ $reps =~ ^[1-9][0-9]?$ ]]; then
-	echo "bench.sh: NVMET_MDEV_BENCH_REPEATS: 1 to 99, not \"$reps\"" >&2
-	exit 2
-fi
-if [ -n "${NVMET_MDEV_BENCH_JOBS:-}" ]; then
-	all_jobs=("${fio_jobs[@]}")
-	fio_jobs=()
-	for j in "${all_jobs[@]}"; do
-		[[ " $NVMET_MDEV_BENCH_JOBS " == *" ${j%% *} "* ]] && fio_jobs+=("$j")
+# PCI slots of QEMU's disks in the guest (mdevs are told apart by NQN,
+# QEMU's NVMe by serial).
+declare -A slot=([virtio-blk/file]=10 [virtio-blk/null_blk]=11
+		 [vhost-user-blk/file]=12 [vhost-user-blk/null_blk]=13
+		 [vhost-scsi/file]=14 [vhost-scsi/null_blk]=15)
+
+die() { echo "bench.sh: $*" >&2; exit 2; }
+
+# pick NAME VALUE ALL...: the words of VALUE, each one of ALL.
+pick() {
+	local name=$1 val=$2 w v=
+	shift 2
+	for w in $val; do
+		[[ " $* " == *" $w "* ]] || die "$name: no \"$w\" (one of: $*)"
+		v+=" $w"
 	done
-	[ ${#fio_jobs[@]} -gt 0 ] ||
-		{ echo "bench.sh: NVMET_MDEV_BENCH_JOBS: no such job" >&2; exit 2; }
-fi
-# The guest's time limit: on a 1-vCPU host VM each fio start cost the
-# guest 20 to 30 s on top of the job's ramp and runtime with Debian's fio
-# (a few with make fio's, build-fio.sh); the margin stays.
-guest_timeout=$((600 + reps * ${#fio_jobs[@]} * ${#disks[@]} *
-	(${NVMET_MDEV_BENCH_RAMP:-2} + ${NVMET_MDEV_BENCH_RUNTIME:-8} + 60)))
+	echo "${v# }"
+}
+read -ra disks <<< "$(pick NVMET_MDEV_BENCH_DISKS \
+	"${NVMET_MDEV_BENCH_DISKS:-${all_disks[*]}}" "${all_disks[@]}")"
+read -ra backends <<< "$(pick NVMET_MDEV_BENCH_BACKENDS \
+	"${NVMET_MDEV_BENCH_BACKENDS:-${all_backends[*]}}" "${all_backends[@]}")"
+cells=()
+for j in "${all_jobs[@]}"; do
+	[[ " ${NVMET_MDEV_BENCH_JOBS:-${j%% *}} " == *" ${j%% *} "* ]] && cells+=("$j")
+done
+[ ${#cells[@]} -gt 0 ] || die "NVMET_MDEV_BENCH_JOBS: no such job"
+reps=${NVMET_MDEV_BENCH_REPEATS:-3}
+[[ $reps =~ ^[1-9][0-9]?$ ]] || die "NVMET_MDEV_BENCH_REPEATS: 1 to 99, not \"$reps\""
+rt=${NVMET_MDEV_BENCH_RUNTIME:-5}
+ramp=${NVMET_MDEV_BENCH_RAMP:-1}
+[[ $rt =~ ^[1-9][0-9]*$ && $ramp =~ ^[0-9]+$ ]] ||
+	die "NVMET_MDEV_BENCH_RUNTIME/RAMP: whole seconds"
+mib=${NVMET_MDEV_BENCH_SIZE_MB:-256}
+[[ $mib =~ ^[1-9][0-9]*$ ]] || die "NVMET_MDEV_BENCH_SIZE_MB: a number"
+guest_disks=()
+for d in "${disks[@]}"; do
+	[ "$d" = host-local ] || guest_disks+=("$d")
+done
+
+# The guest's time limit: each fio start costs a nested guest a few
+# seconds on top of ramp and runtime; the margin is generous.
+guest_timeout=$((900 + reps * ${#cells[@]} * ${#guest_disks[@]} *
+	${#backends[@]} * (ramp + rt + 30)))
+
+# fio_job NAME FILE RW BS QD NUMJOBS POLLED: one fio job file section.
+fio_job() {
+	echo "[$1]"
+	echo "filename=$2"
+	echo "rw=$3"
+	echo "bs=$4"
+	echo "iodepth=$5"
+	echo "numjobs=$6"
+	[ "$7" = 1 ] && echo "hipri=1"
+	if [ "$6" -gt 1 ]; then
+		echo "cpus_allowed=0-$(($6 - 1))"
+		echo "cpus_allowed_policy=split"
+	fi
+}
+
+fio_global() {
+	echo "[global]"
+	echo "direct=1"
+	echo "ioengine=io_uring"
+	echo "time_based=1"
+	echo "runtime=$1"
+	echo "ramp_time=$2"
+	echo "norandommap=1"
+	echo "randrepeat=0"
+	echo "group_reporting=1"
+}
+
+# fio_line JSON JOB DISK BACKEND REP: "bench: JOB DISK BACKEND REP IOPS
+# BYTES/S MEAN-NS P50-NS P99-NS ERROR IOS", reads and writes together
+# (every job here does one or the other).
+fio_line() {
+	jq -r --arg j "$2" --arg d "$3" --arg b "$4" --arg rep "$5" '.jobs[] |
+		.read as $r | .write as $w |
+		(if $r.total_ios >= $w.total_ios then $r else $w end) as $x |
+		"bench: \($j) \($d) \($b) \($rep) \($r.iops + $w.iops) " +
+		"\($r.bw_bytes + $w.bw_bytes) \($x.lat_ns.mean) " +
+		"\($x.clat_ns.percentile["50.000000"] // 0) " +
+		"\($x.clat_ns.percentile["99.000000"] // 0) \(.error) " +
+		"\($r.total_ios + $w.total_ios)"' "$1" 2>/dev/null ||
+		echo "bench: $2 $3 $4 $5 0 0 0 0 0 no-output 0"
+}
 
 # --- in the nested guest ----------------------------------------------------
 guest_main() {
-	local rt=${NVMET_MDEV_BENCH_RUNTIME:-8} ramp=${NVMET_MDEV_BENCH_RAMP:-2}
-	local b n d i j r rc sections
-	local -A devs=()
+	local b n d k p r j rc key order name rw bs qd nj pl ios
+	local -A devs=() poll=()
 
 	# Keep kernel messages off the console that carries the results.
 	dmesg -n 1
-	# A namespace's "device" is its controller, or with native multipath
-	# (nvmet's multi-controller subsystem) the subsystem: both have
-	# subsysnqn and model.
+	# NVMe namespaces (or their multipath nodes) by subsystem NQN: the
+	# mdevs' are ours, QEMU's carry the serial.
 	for b in /sys/block/nvme*n*; do
 		n=${b##*/}
 		case $n in *c*) continue ;; esac
-		if [ "$(cat "$b/device/subsysnqn")" = "$NVMET_MDEV_BENCH_NQN" ]; then
-			devs[mdev]=$n
-		elif [ "$(cat "$b/device/subsysnqn")" = "$NVMET_MDEV_BENCH_NQN_ALT" ]; then
-			devs[mdev-alt]=$n
-		elif grep -q '^QEMU' "$b/device/model"; then
-			devs[qemu-nvme]=$n
-		fi
+		k=$(cat "$b/device/subsysnqn")
+		for d in mdev qemu-nvme; do
+			for p in "${backends[@]}"; do
+				[ "$k" = "$NVMET_MDEV_BENCH_NQN-$p" ] && [ $d = mdev ] &&
+					devs[$d/$p]=$n
+				[ "$k" = "nqn.2019-08.org.qemu:bench-$d-$p" ] &&
+					devs[$d/$p]=$n
+			done
+		done
 	done
-	for b in /sys/block/vd*; do
-		[ -e "$b" ] && devs[virtio-blk]=${b##*/} && break
+	# virtio and SCSI disks by PCI slot.
+	for b in /sys/block/vd* /sys/block/sd*; do
+		[ -e "$b" ] || continue
+		p=$(readlink -f "$b")
+		for k in "${!slot[@]}"; do
+			[[ $p == */0000:00:${slot[$k]}.0/* ]] && devs[$k]=${b##*/}
+		done
 	done
 	echo "bench-info: guest_boot_seconds $(cut -d' ' -f1 /proc/uptime)"
 	echo "bench-info: guest_kernel $(uname -r)"
 	echo "bench-info: guest_cpus $(nproc)"
 	echo "bench-info: guest_mem_kb $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
 	echo "bench-info: fio $(fio --version)"
-	echo "bench-info: repeats $reps"
-	for d in "${disks[@]}"; do
-		n=${devs[$d]:-}
-		if [ -z "$n" ]; then
-			echo "bench-info: missing $d"
-			continue
-		fi
-		echo "bench-info: dev $d /dev/$n $(blockdev --getsize64 "/dev/$n")" \
-			"$(ls -d "/sys/block/$n/mq/"* 2>/dev/null | wc -l)"
+	keys=()
+	for d in "${guest_disks[@]}"; do
+		for p in "${backends[@]}"; do
+			n=${devs[$d/$p]:-}
+			if [ -z "$n" ]; then
+				echo "bench-info: missing $d/$p"
+				continue
+			fi
+			keys+=("$d/$p")
+			poll[$d/$p]=$(cat "/sys/block/$n/queue/io_poll" 2>/dev/null || echo 0)
+			echo "bench-info: dev $d/$p /dev/$n $(blockdev --getsize64 "/dev/$n")" \
+				"$(ls -d "/sys/block/$n/mq/"* 2>/dev/null | wc -l) ${poll[$d/$p]}"
+		done
 	done
 
-	# One section per job and disk, run one at a time (fio --section),
-	# between the markers bench-stats.py in the host VM samples at.  The
-	# markers also go to a file in the run directory (9p): the console
-	# is no good for them, a userspace write to it can stall on the
-	# 1-vCPU host VM until something else wakes the vCPU.
+	# The markers go to a file in the run directory (9p), which
+	# bench-stats.py in the host VM follows, with the disk's I/O count.
 	mark() {
-		echo "bench-mark: $*"
 		echo "bench-mark: $*" >> /run/nvmet-mdev/bench-marks
 	}
-	# The start marker waits for the job's first I/O in the disk's
-	# statistics: fio's own start-up (seconds of a nested guest's exec
-	# and set-up) is no part of what the host spends per I/O.  With
-	# builtins, a read with a timeout from a FIFO as the sleep.
-	mkfifo /tmp/bench-tick && exec {tick}<>/tmp/bench-tick
+	# The disk's I/Os so far, in $ios (builtins only: a fork costs a
+	# nested guest milliseconds, beside the job it measures).
 	io_count() {
 		local s
 		read -ra s < "/sys/block/$1/stat"
-		echo $((s[0] + s[4]))
+		ios=$((s[0] + s[4]))
 	}
+	# Wait for the job's first I/O: fio's start-up is no part of what
+	# the host spends per I/O.  A read with a timeout from a FIFO as the
+	# sleep.
+	mkfifo /tmp/bench-tick && exec {tick}<>/tmp/bench-tick
 	wait_io() {
 		local n0 i
-		n0=$(io_count "$1")
+		io_count "$1"
+		n0=$ios
 		for ((i = 0; i < 1200; i++)); do
 			kill -0 "$2" 2>/dev/null || return
-			[ "$(io_count "$1")" = "$n0" ] || return
+			io_count "$1"
+			[ "$ios" = "$n0" ] || return
 			read -r -t 0.05 -u "$tick"
 		done
 	}
 	{
-		echo "[global]"
-		echo "direct=1"
-		echo "ioengine=io_uring"
-		echo "time_based=1"
-		echo "runtime=$rt"
-		echo "ramp_time=$ramp"
-		echo "norandommap=1"
-		echo "randrepeat=0"
-		echo "group_reporting=1"
-		for j in "${fio_jobs[@]}"; do
-			set -- $j
-			for d in "${disks[@]}"; do
-				[ -n "${devs[$d]:-}" ] || continue
-				echo "[$1@$d]"
-				echo "filename=/dev/${devs[$d]}"
-				echo "rw=$2"
-				echo "bs=$3"
-				echo "iodepth=$4"
-				echo "numjobs=${5:-1}"
+		fio_global "$rt" "$ramp"
+		for j in "${cells[@]}"; do
+			read -r name rw bs qd nj pl <<< "$j"
+			for k in "${keys[@]}"; do
+				fio_job "$name@${k/\//@}" "/dev/${devs[$k]}" "$rw" "$bs" \
+					"$qd" "$nj" "$pl"
 			done
 		done
 	} > /tmp/bench.fio
-	sections=($(sed -n 's/^\[\(.*@.*\)\]$/\1/p' /tmp/bench.fio))
-	n=${#sections[@]}
-	echo "bench-progress: $(cut -d' ' -f1 /proc/uptime) s: fio starts," \
-		"$reps x $n jobs of ${ramp}+${rt} s"
+	echo "bench-progress: $(cut -d' ' -f1 /proc/uptime) s: fio starts"
 	rc=0
-	# Each repeat runs every job on every disk once, in the same order,
-	# so that the repeats spread over the run's changes of load as the
-	# disks do.
-	for ((i = 0; i < reps * n; i++)); do
-		r=$((i / n + 1))
-		j=${sections[i % n]}
-		fio --eta=never --output-format=json --output=/tmp/fio.json \
-			--section="$j" /tmp/bench.fio > /tmp/fio.err 2>&1 &
-		wait_io "${devs[${j#*@}]}" $!
-		mark start "$j/$r"
-		wait $! || rc=1
-		mark end "$j/$r"
-		# JOB DISK REPEAT IOPS BYTES/S MEAN-LATENCY-NS P99-CLAT-NS ERROR,
-		# reads and writes together (a mixed job's p99 is the worse of
-		# the two)
-		jq -r --arg rep "$r" '.jobs[] | .read as $r | .write as $w |
-			($r.total_ios + $w.total_ios) as $n |
-			(.jobname | split("@")) as $j |
-			"bench: \($j[0]) \($j[1]) \($rep) \($r.iops + $w.iops) " +
-			"\($r.bw_bytes + $w.bw_bytes) " +
-			"\(if $n > 0 then ($r.lat_ns.mean * $r.total_ios +
-				$w.lat_ns.mean * $w.total_ios) / $n else 0 end) " +
-			"\([$r.clat_ns.percentile["99.000000"] // 0,
-			    $w.clat_ns.percentile["99.000000"] // 0] | max) " +
-			"\(.error)"' /tmp/fio.json
-		[ $rc -eq 0 ] || sed 's/^/bench-err: /' /tmp/fio.err | head -20
+	for ((r = 1; r <= reps; r++)); do
+		# (no process substitution: the guest has no /dev/fd)
+		mapfile -t order <<< "$(printf '%s\n' "${keys[@]}" | shuf)"
+		echo "bench-order: $r ${order[*]}"
+		for j in "${cells[@]}"; do
+			read -r name rw bs qd nj pl <<< "$j"
+			[ "$nj" -gt "$(nproc)" ] && continue
+			for k in "${order[@]}"; do
+				if [ "$pl" = 1 ] && [ "${poll[$k]}" != 1 ]; then
+					[ $r = 1 ] && echo "bench-skip: $name ${k/\// } no polled queues"
+					continue
+				fi
+				# The guest's first polled completion on a
+				# vhost-user-blk poll queue ends the daemon
+				# ("vu_panic: Error writing eventfd: Bad file
+				# descriptor": a poll queue has no call eventfd).
+				if [ "$pl" = 1 ] && [[ $k == vhost-user-blk/* ]]; then
+					[ $r = 1 ] && echo "bench-skip: $name ${k/\// }" \
+						"a polled queue ends qemu-storage-daemon"
+					continue
+				fi
+				key="$name@${k/\//@}/$r"
+				rm -f /tmp/fio.json
+				fio --eta=never --output-format=json --output=/tmp/fio.json \
+					--section="$name@${k/\//@}" /tmp/bench.fio \
+					> /tmp/fio.err 2>&1 &
+				wait_io "${devs[$k]}" $!
+				io_count "${devs[$k]}"
+				mark start "$key" "$ios"
+				wait $! || rc=1
+				io_count "${devs[$k]}"
+				mark end "$key" "$ios"
+				fio_line /tmp/fio.json "$name" "${k%/*}" "${k#*/}" $r
+				[ $rc -eq 0 ] || sed 's/^/bench-err: /' /tmp/fio.err | head -20
+			done
+		done
 	done
 	echo "bench-progress: $(cut -d' ' -f1 /proc/uptime) s: fio done (status $rc)"
 	mark "done"
 	echo "bench-info: guest_end_seconds $(cut -d' ' -f1 /proc/uptime)"
-	# Errors and warnings the guest kernel logged during the run.
 	dmesg --level=emerg,alert,crit,err,warn | sed 's/^/bench-dmesg: /'
 	return 0
 }
 
 # --- in the host VM -----------------------------------------------------------
+
+# busy_ticks: the host VM's busy time so far, in clock ticks (/proc/stat:
+# user, nice, system, irq, softirq, steal; guest time is in user).
+busy_ticks() {
+	local u n s i w q sq st
+	read -r _ u n s i w q sq st _ < /proc/stat
+	echo $((u + n + s + q + sq + st))
+}
+
+# null_blk NAME: a null_blk device (configfs) of the bench's size, its
+# completions inline (irqmode 0), a poll queue; prints its /dev path.
+null_blk() {
+	local d=/sys/kernel/config/nullb/$1
+	mkdir "$d" || return 1
+	echo "$mib" > "$d/size" &&
+	echo 512 > "$d/blocksize" &&
+	echo 0 > "$d/irqmode" &&
+	nproc > "$d/submit_queues" &&
+	echo 1 > "$d/poll_queues" &&
+	echo 128 > "$d/hw_queue_depth" &&
+	echo 1 > "$d/power" || return 1
+	# Named after the configfs item by recent kernels.
+	if [ -b "/dev/$1" ]; then
+		echo "/dev/$1"
+	else
+		echo "/dev/nullb$(cat "$d/index")"
+	fi
+}
+
+# host_local: every job on the host VM's own backends (before the guest
+# boots), then the device side: the client's perf tool on the mdevs
+# against fio there, same depths.  fio runs without a ramp here (the host
+# VM needs none; CPU per I/O is then over every I/O fio did).
+host_local() {
+	local r j p b0 t0 rc name rw bs qd nj pl
+	fio_global "$((rt + ramp))" 0 > /tmp/host.fio
+	for j in "${cells[@]}"; do
+		read -r name rw bs qd nj pl <<< "$j"
+		for p in "${backends[@]}"; do
+			fio_job "$name@host-local@$p" "${path[host-local/$p]}" "$rw" \
+				"$bs" "$qd" "$nj" "$pl" >> /tmp/host.fio
+		done
+	done
+	for ((r = 1; r <= reps; r++)); do
+		for j in "${cells[@]}"; do
+			read -r name rw bs qd nj pl <<< "$j"
+			[ "$nj" -gt "$(nproc)" ] && continue
+			for p in "${backends[@]}"; do
+				if [ "$pl" = 1 ] && [ $p = file ]; then
+					[ $r = 1 ] && echo "bench-skip: $name host-local $p" \
+						"no polled I/O on tmpfs"
+					continue
+				fi
+				rm -f /tmp/fio.json
+				b0=$(busy_ticks)
+				t0=$EPOCHREALTIME
+				fio --eta=never --output-format=json --output=/tmp/fio.json \
+					--section="$name@host-local@$p" /tmp/host.fio > /tmp/fio.err 2>&1
+				rc=$?
+				echo "bench-cpu: $name host-local $p $r $(($(busy_ticks) - b0))" \
+					"$t0 $EPOCHREALTIME"
+				fio_line /tmp/fio.json "$name" host-local $p $r
+				[ $rc -eq 0 ] || sed 's/^/bench-err: /' /tmp/fio.err | head -20
+			done
+		done
+	done
+}
+
+# device_side: the mdev driven from the host VM by the client's perf tool
+# (a polling user space driver: one queue, mmap'ed doorbells) against fio
+# on the same backend (polled where the backend can), 4k random reads at
+# QD1 and QD32 and writes at QD32.
+device_side() {
+	local perf=$top/tools/testing/nvmet-mdev/client/out/perf
+	local r p w qd out poll wr
+	[ -x "$perf" ] || { echo "bench-skip: device-side (no client: make client)"; return; }
+	fio_global "$((rt + ramp))" 0 > /tmp/dev.fio
+	for p in "${backends[@]}"; do
+		poll=1
+		[ $p = file ] && poll=0
+		fio_job "qd1r@$p" "${path[host-local/$p]}" randread 4k 1 1 $poll >> /tmp/dev.fio
+		fio_job "qd32r@$p" "${path[host-local/$p]}" randread 4k 32 1 $poll >> /tmp/dev.fio
+		fio_job "qd32w@$p" "${path[host-local/$p]}" randwrite 4k 32 1 $poll >> /tmp/dev.fio
+	done
+	for ((r = 1; r <= reps; r++)); do
+		for p in "${backends[@]}"; do
+			for w in qd1r qd32r qd32w; do
+				qd=${w//[^0-9]/}
+				wr=()
+				[ $w = qd32w ] && wr=(-w)
+				out=$("$perf" -D "$qd" -t "$((rt + ramp))" "${wr[@]}" \
+					"${uuid[$p]}" 2>&1) ||
+					echo "bench-err: perf $w $p: $out"
+				echo "bench-dev: $w $p $r perf $out"
+				rm -f /tmp/fio.json
+				fio --eta=never --output-format=json --output=/tmp/fio.json \
+					--section="$w@$p" /tmp/dev.fio > /tmp/fio.err 2>&1 ||
+					sed 's/^/bench-err: /' /tmp/fio.err | head -20
+				echo "bench-dev: $w $p $r fio $(jq -r '.jobs[0] |
+					(if .read.total_ios > 0 then .read else .write end) |
+					"iops=\(.iops) lat_us avg=\(.lat_ns.mean / 1000)" +
+					" p50=\((.clat_ns.percentile["50.000000"] // 0) / 1000)" +
+					" p99=\((.clat_ns.percentile["99.000000"] // 0) / 1000)"' \
+					/tmp/fio.json)"
+			done
+		done
+	done
+}
+
 inside_main() {
 	. "$here/lib.sh"
-	local mib=${NVMET_MDEV_BENCH_SIZE_MB:-512}
-	local gsmp=${NVMET_MDEV_BENCH_GUEST_SMP:-1}
-	local dopts=${NVMET_MDEV_BENCH_DRIVE_OPTS:-cache=none,aio=native}
-	local info=/tmp/bench-info out=/tmp/bench-guest.out
-	local d uuid attr a qargs virtio t0 t1 rc
+	local gsmp=${NVMET_MDEV_BENCH_GUEST_SMP:-$(nproc)}
+	local nq=$((gsmp + 1)) out=/tmp/bench-guest.out
+	local d p k u qargs nio t0 t1 rc stats wwn lio
+	local -A path=() uuid=()
 
-	echo "== host VM: four ${mib} MiB disks on tmpfs, written in full"
-	if [ $(($(df --output=avail -k /tmp | tail -1) / 1024)) -lt $((4 * mib + 64)) ]; then
-		echo "bench.sh: /tmp has no room for four ${mib} MiB disks" >&2
+	echo "info host_kernel $(uname -r)"
+	echo "info host_cpus $(nproc)"
+	echo "info host_mem_kb $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
+	echo "info qemu_version $(qemu-system-x86_64 --version | head -1)"
+	echo "info clk_tck $(getconf CLK_TCK)"
+	echo "info size_mb $mib"
+	echo "info ramp $ramp"
+	echo "info runtime $rt"
+	echo "info repeats $reps"
+	echo "info disks ${disks[*]}"
+	echo "info backends ${backends[*]}"
+	echo "info jobs $(for j in "${cells[@]}"; do echo -n "${j%% *} "; done)"
+	if [ $(($(df --output=avail -k /tmp | tail -1) / 1024)) -lt $((${#disks[@]} * mib + 64)) ]; then
+		echo "bench.sh: /tmp has no room for ${#disks[@]} ${mib} MiB disks" >&2
 		return 1
 	fi
-	for d in "${all_disks[@]}"; do
-		dd if=/dev/zero of="/tmp/bench-$d.img" bs=1M count="$mib" status=none ||
-			return 1
-	done
-	setup_default 1 $nqn /tmp/bench-mdev.img || return 1
-	modprobe nvmet-mdev || return 1
-	make_subsys $nqn_alt /tmp/bench-mdev-alt.img || return 1
-	link_subsys 1 $nqn_alt || return 1
-	uuid=$(create_mdev 1) || return 1
-	attr=/sys/bus/mdev/devices/$uuid
-	echo $nqn > "$attr/subsysnqn" || return 1
-	if [ -n "${NVMET_MDEV_BENCH_DB_MMAP:-}" ]; then
-		echo "$NVMET_MDEV_BENCH_DB_MMAP" > "$attr/doorbell_mmap" || return 1
-	fi
-	alt=$(create_mdev 1) || return 1
-	echo $nqn_alt > "/sys/bus/mdev/devices/$alt/subsysnqn" || return 1
-	# What auto picks for the VMM (this shell's affinity, as QEMU's).
-	amode=on
-	[ "$(nproc)" -gt 1 ] && amode=off
-	case ${NVMET_MDEV_BENCH_DB_MMAP:-auto} in
-	on) amode=off ;;
-	off) amode=on ;;
-	esac
-	echo $amode > "/sys/bus/mdev/devices/$alt/doorbell_mmap" || return 1
-	{
-		echo "machine ${NVMET_MDEV_BENCH_MACHINE:-?}"
-		echo "date $(date -u '+%Y-%m-%d %H:%M UTC')"
-		echo "qemu_version $(qemu-system-x86_64 --version | head -1)"
-		echo "host_kernel $(uname -r)"
-		echo "host_cpus $(nproc)"
-		echo "host_mem_kb $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
-		echo "size_mb $mib"
-		echo "ramp ${NVMET_MDEV_BENCH_RAMP:-2}"
-		echo "runtime ${NVMET_MDEV_BENCH_RUNTIME:-8}"
-		echo "drive_opts $dopts"
-		echo "buffered_io $(cat "$NVMET_CFS/subsystems/$nqn/namespaces/1/buffered_io" \
-			2>/dev/null || echo ?)"
-		echo -n "mdev_attrs"
-		for a in nr_io_queues max_queue_entries mdts shadow_doorbells \
-			 doorbell_mmap poll_idle_us; do
-			echo -n " $a=$(cat "$attr/$a" 2>/dev/null || echo ?)"
+	for d in "${disks[@]}"; do
+		for p in "${backends[@]}"; do
+			case $p in
+			file)
+				path[$d/$p]=/tmp/bench-$d.img
+				dd if=/dev/zero of="${path[$d/$p]}" bs=1M count="$mib" \
+					status=none || return 1 ;;
+			null_blk)
+				path[$d/$p]=$(null_blk "bench-$d") || return 1 ;;
+			esac
 		done
-		echo
-		echo "alt_doorbell_mmap $amode"
-		echo "guest_kernel_file ${NVMET_MDEV_GUEST_KERNEL:-$top/build/guest-bzImage}"
-		echo "disks ${disks[*]}"
-	} > $info
+	done
 
-	# Legacy virtio in the nested guest, as vm.sh does for its own
-	# devices (an MMIO notify under the TCG-emulated SVM sometimes ended
-	# in "KVM internal error. Suberror: 3").
-	virtio=",disable-modern=on,disable-legacy=off"
-	qargs="-drive file=/tmp/bench-qemu-nvme.img,if=none,id=bench-qn,format=raw,$dopts"
-	qargs+=" -device nvme,drive=bench-qn,serial=bench-qemu-nvme"
-	qargs+=" -drive file=/tmp/bench-virtio-blk.img,if=none,id=bench-vb,format=raw,$dopts"
-	qargs+=" -device virtio-blk-pci,drive=bench-vb,serial=bench-virtio-blk$virtio"
-	# For bench-stats.py's report on a stalled run.
+	# The mdevs: a subsystem per backend on one port.
+	if [[ " ${disks[*]} " == *" mdev "* ]]; then
+		modprobe nvmet-mdev || return 1
+		make_port 1 || return 1
+		for p in "${backends[@]}"; do
+			make_subsys "$nqn-$p" "${path[mdev/$p]}" || return 1
+			link_subsys 1 "$nqn-$p" || return 1
+			uuid[$p]=$(create_mdev 1) || return 1
+			u=/sys/bus/mdev/devices/${uuid[$p]}
+			echo "$nqn-$p" > "$u/subsysnqn" || return 1
+			echo "$nq" > "$u/nr_io_queues" || return 1
+			[ -n "${NVMET_MDEV_BENCH_DB_MMAP:-}" ] &&
+				{ echo "$NVMET_MDEV_BENCH_DB_MMAP" > "$u/doorbell_mmap" || return 1; }
+			echo -n "info mdev_attrs"
+			for k in nr_io_queues max_queue_entries mdts shadow_doorbells \
+				 doorbell_mmap poll_idle_us; do
+				echo -n " $k=$(cat "$u/$k" 2>/dev/null || echo ?)"
+			done
+			echo
+		done
+	fi
+
+	if [[ " ${disks[*]} " == *" host-local "* ]]; then
+		echo "== host VM: host-local jobs, then the device side" >&2
+		host_local
+		[[ " ${disks[*]} " == *" mdev "* ]] && device_side
+	fi
+	[ ${#guest_disks[@]} -gt 0 ] || return 0
+
+	# QEMU's disks.
+	qargs=
+	for p in "${backends[@]}"; do
+		d=qemu-nvme
+		[[ " ${disks[*]} " == *" $d "* ]] || continue
+		qargs+=" -drive file=${path[$d/$p]},if=none,id=$d-$p,format=raw,cache=none,aio=io_uring"
+		qargs+=" -device nvme,drive=$d-$p,serial=bench-$d-$p,ioeventfd=on"
+	done
+	nio=$(nproc)
+	for ((k = 0; k < nio; k++)); do
+		qargs+=" -object iothread,id=io$k"
+	done
+	for p in "${backends[@]}"; do
+		d=virtio-blk
+		[[ " ${disks[*]} " == *" $d "* ]] || continue
+		qargs+=" -drive file=${path[$d/$p]},if=none,id=$d-$p,format=raw,cache=none,aio=io_uring"
+		map=$(for ((k = 0; k < nio; k++)); do echo -n "{\"iothread\":\"io$k\"},"; done)
+		qargs+=" -device {\"driver\":\"virtio-blk-pci\",\"drive\":\"$d-$p\",\"num-queues\":$nq"
+		qargs+=",\"iothread-vq-mapping\":[${map%,}],\"addr\":\"0x${slot[$d/$p]}\"}"
+	done
+	if [[ " ${disks[*]} " == *" vhost-user-blk "* ]]; then
+		d=vhost-user-blk
+		local qsd=(qemu-storage-daemon --pidfile /tmp/qsd.pid)
+		k=0
+		for p in "${backends[@]}"; do
+			qsd+=(--object "iothread,id=qio$k"
+			      --blockdev "driver=$([ $p = file ] && echo file || echo host_device),node-name=$p,filename=${path[$d/$p]},cache.direct=on,aio=io_uring"
+			      --export "type=vhost-user-blk,id=$p,node-name=$p,addr.type=unix,addr.path=/tmp/vub-$p.sock,writable=on,num-queues=$nq,iothread=qio$k")
+			qargs+=" -chardev socket,id=vub-$p,path=/tmp/vub-$p.sock"
+			qargs+=" -device vhost-user-blk-pci,chardev=vub-$p,num-queues=$nq,addr=0x${slot[$d/$p]}"
+			k=$(((k + 1) % nio))
+		done
+		"${qsd[@]}" --daemonize || return 1
+		# vhost-user needs the guest's memory shared with the daemon.
+		qargs+=" -object memory-backend-memfd,id=mem,size=1G,share=on -machine memory-backend=mem"
+	fi
+	if [[ " ${disks[*]} " == *" vhost-scsi "* ]]; then
+		d=vhost-scsi
+		modprobe vhost_scsi && modprobe target_core_file &&
+			modprobe target_core_iblock || return 1
+		lio=/sys/kernel/config/target
+		k=1
+		for p in "${backends[@]}"; do
+			wwn=naa.50014050000000$k$k
+			case $p in
+			file)
+				u=$lio/core/fileio_0/bench
+				mkdir -p "$u" || return 1
+				echo "fd_dev_name=${path[$d/$p]},fd_dev_size=$((mib << 20))" \
+					> "$u/control" || return 1 ;;
+			null_blk)
+				u=$lio/core/iblock_0/bench
+				mkdir -p "$u" || return 1
+				echo "udev_path=${path[$d/$p]}" > "$u/control" || return 1 ;;
+			esac
+			echo 1 > "$u/enable" || return 1
+			mkdir -p "$lio/vhost/$wwn/tpgt_1/lun/lun_0" || return 1
+			ln -s "$u" "$lio/vhost/$wwn/tpgt_1/lun/lun_0/bench" || return 1
+			echo -n "$wwn" > "$lio/vhost/$wwn/tpgt_1/nexus" || return 1
+			qargs+=" -device vhost-scsi-pci,wwpn=$wwn,num_queues=$gsmp,addr=0x${slot[$d/$p]}"
+			k=$((k + 1))
+		done
+	fi
 	qargs+=" -qmp unix:/tmp/bench-qmp.sock,server=on,wait=off"
 
-	echo "== guest: $gsmp vCPU(s), mdev $uuid, qemu-nvme and virtio-blk attached"
-	echo "host_setup_seconds $(cut -d' ' -f1 /proc/uptime)" >> $info
-	export NVMET_MDEV_BENCH_NQN=$nqn NVMET_MDEV_BENCH_NQN_ALT=$nqn_alt
+	echo "== guest: $gsmp vCPU(s), disks: ${guest_disks[*]}" >&2
+	echo "info host_setup_seconds $(cut -d' ' -f1 /proc/uptime)"
+	export NVMET_MDEV_BENCH_NQN=$nqn
 	t0=$(cut -d' ' -f1 /proc/uptime)
-	: > $out
 	: > /tmp/bench-stats
 	rm -rf /tmp/bench-run && mkdir /tmp/bench-run
 	"$here/bench-stats.py" '/tmp/bench-run/*/bench-marks' /tmp/bench-stats /tmp/bench-qmp.sock &
 	stats=$!
-	TMPDIR=/tmp/bench-run run_guest --timeout $guest_timeout --smp "$gsmp" \
-		--mdev "$uuid" --mdev "$alt" --qemu-args "$qargs" \
-		-- "$here/bench.sh" --guest > $out
+	local mdevs=()
+	for p in "${backends[@]}"; do
+		[ -n "${uuid[$p]:-}" ] && mdevs+=(--mdev "${uuid[$p]}")
+	done
+	TMPDIR=/tmp/bench-run run_guest --timeout $guest_timeout --smp "$gsmp" --mem 1G \
+		--append "nvme.poll_queues=1 virtio_blk.poll_queues=1" \
+		"${mdevs[@]}" --qemu-args "$qargs" -- "$here/bench.sh" --guest > $out
 	rc=$?
 	kill $stats 2>/dev/null
 	wait $stats 2>/dev/null
 	t1=$(cut -d' ' -f1 /proc/uptime)
-	echo "guest_status $rc" >> $info
-	echo "guest_seconds $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", b - a }')" >> $info
-	remove_mdev "$alt"
-	remove_mdev "$uuid"
-	teardown_nvmet
-
-	# Our kernel's errors and warnings from the guest's start on.
+	[ -f /tmp/qsd.pid ] && kill "$(cat /tmp/qsd.pid)" 2>/dev/null
+	echo "info guest_status $rc"
+	echo "info guest_seconds $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", b - a }')"
+	grep -a '^bench' $out
+	grep -a '^qemu-system-x86_64: \|^qemu-storage-daemon: ' $out | sed 's/^/qemu: /'
+	sed 's/^/stat /' /tmp/bench-stats
 	dmesg --level=emerg,alert,crit,err,warn |
 		awk -v t0="$t0" '{
 			s = $0; sub(/^\[ */, "", s)
 			if (s + 0 >= t0) print "host-dmesg " $0
-		}' >> $info
-	dmesg -n 1
-	echo "=== nvmet-mdev bench results ==="
-	python3 - $info $out /tmp/bench-stats <<'EOF'
-import re, sys
-
-info, guest = {}, {}
-extra = {"host-dmesg": [], "bench-dmesg": [], "bench-err": [], "qemu": []}
-for line in open(sys.argv[1], errors="replace"):
-    k, _, v = line.rstrip("\n").partition(" ")
-    if k in extra:
-        extra[k].append(v)
-    else:
-        info[k] = v
-devs, res, jobs = {}, {}, []
-for line in open(sys.argv[2], errors="replace"):
-    line = line.rstrip("\r\n")
-    if line.startswith("bench-info: "):
-        f = line[12:].split(" ", 1)
-        if f[0] == "dev":
-            d, path, size, nq = f[1].split()
-            devs[d] = (path, int(size), int(nq))
-        elif f[0] == "missing":
-            devs[f[1]] = None
-        else:
-            guest[f[0]] = f[1] if len(f) > 1 else ""
-    elif line.startswith("bench: "):
-        f = line.split()
-        if f[1] not in jobs:
-            jobs.append(f[1])               # in the order they ran
-        res.setdefault((f[1], f[2]), {})[int(f[3])] = (
-            float(f[4]), float(f[5]), float(f[6]) / 1000, float(f[7]) / 1000, f[8])
-    elif line.startswith("bench-dmesg: ") or line.startswith("bench-err: "):
-        k, _, v = line.partition(": ")
-        extra[k].append(v)
-    elif re.match(r"^qemu-system-x86_64: ", line):
-        extra["qemu"].append(line)
-
-disks = info.get("disks", "mdev mdev-alt qemu-nvme virtio-blk").split()
-jobs = [j for j in jobs if any((j, d) in res for d in disks)]
-labels = {j: j.replace("-", " ").replace("x", " x") + (" jobs" if "x" in j else "")
-          for j in jobs}
-
-def ok(j, d):
-    """Every repeat of job j on disk d ran without an error."""
-    r = res.get((j, d))
-    return bool(r) and all(v[4] == "0" and v[0] > 0 for v in r.values())
-
-def median(v):
-    v = sorted(v)
-    h = len(v) // 2
-    return v[h] if len(v) % 2 else (v[h - 1] + v[h]) / 2
-
-def med(j, d, i):
-    return median([v[i] for v in res[(j, d)].values()])
-
-def ratio(j, a, b, i):
-    """The median of the repeats' ratios (each pair ran at about the same
-    time), with their range when there is more than one."""
-    if not (ok(j, a) and ok(j, b)):
-        return "n/a"
-    ra, rb = res[(j, a)], res[(j, b)]
-    v = [ra[k][i] / rb[k][i] for k in sorted(ra) if k in rb]
-    if len(v) < 2:
-        return "%.2f" % median(v)
-    return "%.2f (%.2f-%.2f)" % (median(v), min(v), max(v))
-
-def tput(j, d):
-    if (j, d) not in res:
-        return "n/a"
-    if not ok(j, d):
-        return "error"
-    s = "%.0f" % med(j, d, 0)
-    if j.startswith("128k"):
-        s += " (%.1f MiB/s)" % (med(j, d, 1) / 2**20)
-    return s
-
-def us(v):
-    return "%.1f" % v if v < 10 else "%.0f" % v
-
-def lat(j, d):
-    return us(med(j, d, 2)) if ok(j, d) else "n/a"
-
-def p99(j, d):
-    return us(med(j, d, 3)) if ok(j, d) else "n/a"
-
-pairs = [(a, b, t) for a, b, t in [("mdev", "qemu-nvme", "mdev/qemu-nvme"),
-                                     ("mdev", "virtio-blk", "mdev/virtio-blk"),
-                                     ("mdev-alt", "qemu-nvme", "alt/qemu-nvme")]
-         if a in disks and b in disks]
-
-def table(title, cell, idx):
-    rows = [[title] + disks + [t for _, _, t in pairs]]
-    for j in jobs:
-        rows.append([labels[j]] + [cell(j, d) for d in disks] +
-                    [ratio(j, a, b, idx) for a, b, _ in pairs])
-    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  " + r[0].ljust(w[0]) + "".join("  " + c.rjust(w[i + 1])
-                                                 for i, c in enumerate(r[1:])))
-
-def gib(kb):
-    try:
-        return "%.1f GiB" % (int(kb) / 2**20)
-    except ValueError:
-        return "?"
-
-print("nvmet-mdev benchmark, %s, on %s" % (info.get("date", "?"), info.get("machine", "?")))
-print("  host VM : %s vCPUs (QEMU TCG, multi-threaded), MemTotal %s, kernel %s (debug build:"
-      % (info.get("host_cpus", "?"), gib(info.get("host_mem_kb", "")),
-         info.get("host_kernel", "?")))
-print("            KASAN, lockdep, ...), %s" % info.get("qemu_version", "?"))
-print("  guest   : %s vCPU(s) (nested KVM, -cpu qemu64), MemTotal %s, kernel %s"
-      % (guest.get("guest_cpus", "?"), gib(guest.get("guest_mem_kb", "")),
-         guest.get("guest_kernel", "?")))
-if not info.get("guest_kernel_file", "").endswith("/build/guest-bzImage"):
-    print("            guest kernel file %s" % info.get("guest_kernel_file", "?"))
-print("  disks   : four %s MiB files on the host VM's tmpfs, written in full first"
-      % info.get("size_mb", "?"))
-desc = {
-    "mdev": "nvmet file namespace (buffered_io=%s), mdev port, vfio-pci;\n"
-            "               %s" % (info.get("buffered_io", "?"),
-                                   info.get("mdev_attrs", "").strip()),
-    "mdev-alt": "the same as a second mdev (own subsystem and file), but doorbell_mmap=%s"
-                % info.get("alt_doorbell_mmap", "?"),
-    "qemu-nvme": "-device nvme, -drive %s" % info.get("drive_opts", "?"),
-    "virtio-blk": "-device virtio-blk-pci (legacy virtio), -drive %s" % info.get("drive_opts", "?"),
-}
-for d in disks:
-    v = devs.get(d)
-    where = "MISSING in the guest" if v is None else \
-        "%s, %d MiB, %s" % (v[0], v[1] >> 20, "%d blk-mq queue(s)" % v[2] if v[2]
-                            else "native multipath node")
-    print("    %-10s %s\n               %s" % (d, where, desc[d]))
-print("  fio     : %s, ioengine=io_uring direct=1, per job %ss ramp + %ss measured,"
-      % (guest.get("fio", "?"), info.get("ramp", "?"), info.get("runtime", "?")))
-print("            jobs interleaved across the disks, %s repeat(s) of the whole"
-      % guest.get("repeats", "?"))
-
-def secs(v):
-    try:
-        return "%.0f s" % float(v)
-    except ValueError:
-        return "?"
-
-try:
-    fio_s = float(guest["guest_end_seconds"]) - float(guest["guest_boot_seconds"])
-except (KeyError, ValueError):
-    fio_s = "?"
-print("  time    : host VM boot and set-up %s, guest boot %s, fio %s, whole guest run %s"
-      " (status %s)" % (secs(info.get("host_setup_seconds", "?")),
-                        secs(guest.get("guest_boot_seconds", "?")), secs(fio_s),
-                        secs(info.get("guest_seconds", "?")), info.get("guest_status", "?")))
-print()
-table("IOPS (and MiB/s)", tput, 0)
-print()
-table("mean latency (us)", lat, 2)
-print()
-table("p99 completion latency (us)", p99, 3)
-print()
-print("  Each cell is the median of the repeats; a ratio is the median of the")
-print("  repeats' ratios, with their range in brackets.  IOPS ratios above 1 and")
-print("  latency ratios below 1 favour the mdev.")
-print("  All of it runs nested under TCG: the absolute numbers mean little.")
-
-# Host side, per I/O: bench-stats.py's counters from the start to the end
-# of each job (from its first I/O, ramp included), over the job's I/Os at its
-# measured rate.
-marks = {}
-try:
-    for line in open(sys.argv[3]):
-        f = line.split()
-        marks[(f[0], f[1])] = [float(x) for x in f[2:]]
-except OSError:
-    pass
-hz = 100.0
-try:
-    import os
-    hz = float(os.sysconf("SC_CLK_TCK"))
-except (ValueError, OSError):
-    pass
-cols = ["KVM exits", "MMIO exits", "halts", "pf taken", "irqs", "mdev sleeps",
-        "mdev CPU us", "host busy", "traps", "dev irqs", "probes", "deferred",
-        "timeouts"]
-rows = []
-for j in jobs:
-    for d in disks:
-        if not ok(j, d):
-            continue
-        # summed over the repeats
-        dt = ios = 0.0
-        dl = []
-        for k, v in res[(j, d)].items():
-            key = "%s@%s/%d" % (j, d, k)
-            a, b = marks.get(("start", key)), marks.get(("end", key))
-            if not a or not b or b[0] <= a[0]:
-                continue
-            dt += b[0] - a[0]
-            ios += v[0] * (b[0] - a[0])
-            dl = [t + y - x for t, x, y in
-                  zip(dl or [0.0] * (len(a) - 1), a[1:], b[1:])]
-        if dt <= 0 or ios <= 0:
-            continue
-        # exits mmio halt_exits halt_wakeup pf irq cpu sleeps idle, then
-        # the mdev's commands traps interrupts probes failed deferred
-        # timeouts
-        busy = 1 - dl[8] / hz / dt
-        dev = ["-"] * 5
-        if d.startswith("mdev") and len(dl) >= 16 and dl[9] > 0:
-            dev = ["%.2f" % (dl[i] / dl[9]) for i in (10, 11, 12, 14, 15)]
-        rows.append([labels[j] + " " + d,
-                     "%.2f" % (dl[0] / ios), "%.2f" % (dl[1] / ios),
-                     "%.2f" % (dl[2] / ios), "%.2f" % (dl[4] / ios),
-                     "%.2f" % (dl[5] / ios),
-                     "%.2f" % (dl[7] / ios) if d.startswith("mdev") else "-",
-                     "%.0f" % (dl[6] / hz * 1e6 / ios) if d.startswith("mdev") else "-",
-                     "%.0f%%" % (100 * max(0.0, busy))] + dev)
-if rows:
-    print()
-    print("  host VM side, per I/O (from the job's first I/O, ramp included, over")
-    print("  all its repeats; KVM counters are the guest's, mdev sleeps/CPU the")
-    print("  nvmet-mdev queue threads'; traps, dev irqs, probes, deferred and")
-    print("  timeouts are the mdev's trapped doorbell writes, interrupts,")
-    print("  moderation probes, deferred traps and moderation timeouts per")
-    print("  command):")
-    rows.insert(0, ["job"] + cols)
-    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  " + r[0].ljust(w[0]) + "".join("  " + c.rjust(w[i + 1])
-                                                 for i, c in enumerate(r[1:])))
-if extra["bench-err"]:
-    print("fio errors:")
-    for l in extra["bench-err"]:
-        print("  " + l)
-if extra["qemu"]:
-    print("QEMU (the guest's) said:")
-    for l in sorted(set(extra["qemu"])):
-        print("  " + l)
-if extra["bench-dmesg"]:
-    print("guest kernel errors/warnings:")
-    for l in extra["bench-dmesg"][:20]:
-        print("  " + l)
-if extra["host-dmesg"]:
-    print("host VM kernel errors/warnings during the guest run:")
-    for l in extra["host-dmesg"][:20]:
-        print("  " + l)
-EOF
-	echo "=== end ==="
+		}'
 	[ "$rc" -eq 0 ]
 }
 
 # --- on the build machine -------------------------------------------------------
-run_vm() {
-	# The host VM's /tmp (tmpfs, half of its memory) holds the four disks.
-	local mem=$((8 * ${NVMET_MDEV_BENCH_SIZE_MB:-512} + 1024))
-	[ $mem -ge 4096 ] || mem=4096
-	"$here/vm.sh" --smp "${NVMET_MDEV_BENCH_HOST_SMP:-2}" --mem ${mem}M \
-		--timeout $((guest_timeout + 600)) -- "$here/bench.sh" --inside 2>&1 |
-		tee "$1"
-	return "${PIPESTATUS[0]}"
-}
-
 case "${1:-}" in
 --guest) guest_main; exit ;;
---inside) inside_main; exit ;;
+--inside)
+	echo "=== nvmet-mdev bench results ==="
+	inside_main
+	rc=$?
+	echo "=== end $rc ==="
+	exit $rc ;;
 esac
 
+read -ra shapes <<< "${NVMET_MDEV_BENCH_SHAPES:-2 1}"
+for s in "${shapes[@]}"; do
+	[[ $s == [12] ]] || die "NVMET_MDEV_BENCH_SHAPES: 1 or 2, not \"$s\""
+done
+case ${NVMET_MDEV_BENCH_KERNEL:-perf} in
+perf) kernel=$top/build/perf-bzImage ;;
+debug) kernel=$top/build/bzImage ;;
+*) die "NVMET_MDEV_BENCH_KERNEL: perf or debug" ;;
+esac
+[ -f "$kernel" ] || die "no $kernel (make perf-kernel)"
 out=$top/build/bench
 mkdir -p "$out"
+rm -f "$out"/raw-*.txt
 cpu=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -1)
-# Other VMs share the cores: the report gives the load around the run.
 others() { pgrep -c -f '^qemu-system' || true; }
-NVMET_MDEV_BENCH_MACHINE="$(hostname), $(nproc) cores ($cpu)"
-export NVMET_MDEV_BENCH_MACHINE
-note=
-load0="load average $(cut -d' ' -f1-3 /proc/loadavg), $(others) other QEMU process(es)"
-start=$(date +%s)
-run_vm "$out/console.log"
-rc=$?
-if [ $rc -ne 0 ] && grep -aq 'Oops: int3' "$out/console.log"; then
-	note="NOTE: the first run died with \"Oops: int3\" (multi-threaded TCG"
-	note+=" racing with KVM's static key patching, see the README);"
-	note+=" this is the one re-run."
-	echo "bench.sh: $note" >&2
-	cp "$out/console.log" "$out/console-first-run.log"
-	run_vm "$out/console.log"
-	rc=$?
-fi
-results=$(sed -n '/^=== nvmet-mdev bench results ===/,/^=== end ===/p' "$out/console.log" |
-	tr -d '\r' | sed '1d;$d')
-if [ -z "$results" ]; then
-	echo "bench.sh: no results (status $rc); the console is in ${out#"$top"/}/console.log" >&2
-	exit 1
-fi
 {
-	echo "$results"
-	secs=$(( $(date +%s) - start ))
-	echo "  make bench: $((secs / 60)) min $((secs % 60)) s wall, boot to power-off"
-	echo "  machine at start: $load0"
-	echo "  machine at end:   load average $(cut -d' ' -f1-3 /proc/loadavg)," \
-		"$(others) other QEMU process(es)"
-	[ -n "$note" ] && echo "$note"
-	k=$(grep -ac '^vm.sh: QEMU lost a wake-up' "$out/console.log" || true)
-	[ "$k" -gt 0 ] && echo "  QEMU lost a wake-up of the host VM $k time(s)," \
-		"recovered after 2 to 10 s (see wakeup-watch.py)"
-	[ $rc -ne 0 ] && echo "WARNING: the run ended with status $rc" \
-		"(a kernel splat or a failed step); see build/bench/console.log"
-} > "$out/latest.txt"
-echo
-cat "$out/latest.txt"
-echo "(saved as ${out#"$top"/}/latest.txt; console in ${out#"$top"/}/console.log)"
+	echo "machine $(hostname), $(nproc) cores ($cpu)"
+	echo "date $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "load_start load average $(cut -d' ' -f1-3 /proc/loadavg), $(others) other QEMU process(es)"
+} > "$out/run-info.txt"
+start=$(date +%s)
+rc=0
+for s in "${shapes[@]}"; do
+	# The host VM's /tmp (tmpfs, half its memory) holds the file disks.
+	mem=$((4 * ${#disks[@]} * mib + 2048))
+	[ $mem -ge 4096 ] || mem=4096
+	echo "bench.sh: host VM with $s vCPU(s), $(basename "$kernel")" >&2
+	NVMET_MDEV_KERNEL=$kernel "$here/vm.sh" --smp "$s" --mem ${mem}M \
+		--timeout $((guest_timeout + 1800)) -- "$here/bench.sh" --inside \
+		> "$out/console-$s.log" 2>&1
+	r=$?
+	[ $r -eq 0 ] || { rc=$r; echo "bench.sh: the $s-vCPU run ended with status $r;" \
+		"see ${out#"$top"/}/console-$s.log" >&2; }
+	sed -n '/^=== nvmet-mdev bench results ===/,/^=== end/p' "$out/console-$s.log" |
+		tr -d '\r' | sed '1d;$d' > "$out/raw-$s.txt"
+done
+{
+	echo "load_end load average $(cut -d' ' -f1-3 /proc/loadavg), $(others) other QEMU process(es)"
+	echo "wall_seconds $(($(date +%s) - start))"
+	echo "status $rc"
+} >> "$out/run-info.txt"
+"$here/bench-report.py" "$out" || rc=1
 exit $rc
