@@ -176,9 +176,10 @@ def main():
     out.append("nvmet-mdev benchmark, %s, on %s" % (run.get("date", "?"), run.get("machine", "?")))
     for s in shapes:
         i = st["info"][s]
-        out.append("  host VM %d vCPU(s): kernel %s, MemTotal %.1f GiB, %s"
-                   % (s, i.get("host_kernel", "?"), int(i.get("host_mem_kb", 0)) / 2**20,
-                      i.get("qemu_version", "?")))
+        out.append("  host VM %d vCPU(s), run %s: kernel %s, MemTotal %.1f GiB,"
+                   % (s, i.get("date", "?"), i.get("host_kernel", "?"),
+                      int(i.get("host_mem_kb", 0)) / 2**20))
+        out.append("    %s" % i.get("qemu_version", "?"))
         out.append("    guest: %s vCPU(s), kernel %s, %s; run %s s (status %s)"
                    % (i.get("guest_cpus", "?"), i.get("guest_kernel", "?"),
                       i.get("guest_fio", "?"), i.get("guest_seconds", "?"),

@@ -45,7 +45,9 @@
 #   NVMET_MDEV_BENCH_BACKENDS   a subset of "file null_blk" (default both)
 #   NVMET_MDEV_BENCH_JOBS       a subset of the job names below
 #   NVMET_MDEV_BENCH_KERNEL     perf (default) or debug: the host VM kernel
-#   NVMET_MDEV_BENCH_DB_MMAP    the mdev's doorbell_mmap (default: auto)
+#   NVMET_MDEV_BENCH_MDEV_ATTRS the mdevs' attributes to set, as NAME=VALUE
+#                               words (e.g. "doorbell_mmap=off
+#                               poll_idle_us=500"; default none)
 #   NVMET_MDEV_GUEST_KERNEL     guest kernel (default build/guest-bzImage)
 set -uo pipefail
 
@@ -154,7 +156,7 @@ fio_line() {
 
 # --- in the nested guest ----------------------------------------------------
 guest_main() {
-	local b n d k p r j rc key order name rw bs qd nj pl ios
+	local b n d k p r j rc frc key order name rw bs qd nj pl ios
 	local -A devs=() poll=()
 
 	# Keep kernel messages off the console that carries the results.
@@ -270,11 +272,15 @@ guest_main() {
 				wait_io "${devs[$k]}" $!
 				io_count "${devs[$k]}"
 				mark start "$key" "$ios"
-				wait $! || rc=1
+				wait $!
+				frc=$?
 				io_count "${devs[$k]}"
 				mark end "$key" "$ios"
 				fio_line /tmp/fio.json "$name" "${k%/*}" "${k#*/}" $r
-				[ $rc -eq 0 ] || sed 's/^/bench-err: /' /tmp/fio.err | head -20
+				if [ $frc -ne 0 ]; then
+					rc=1
+					sed 's/^/bench-err: /' /tmp/fio.err | head -20
+				fi
 			done
 		done
 	done
@@ -402,6 +408,7 @@ inside_main() {
 	local d p k u qargs nio t0 t1 rc stats wwn lio
 	local -A path=() uuid=()
 
+	echo "info date $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "info host_kernel $(uname -r)"
 	echo "info host_cpus $(nproc)"
 	echo "info host_mem_kb $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
@@ -442,8 +449,9 @@ inside_main() {
 			u=/sys/bus/mdev/devices/${uuid[$p]}
 			echo "$nqn-$p" > "$u/subsysnqn" || return 1
 			echo "$nq" > "$u/nr_io_queues" || return 1
-			[ -n "${NVMET_MDEV_BENCH_DB_MMAP:-}" ] &&
-				{ echo "$NVMET_MDEV_BENCH_DB_MMAP" > "$u/doorbell_mmap" || return 1; }
+			for k in ${NVMET_MDEV_BENCH_MDEV_ATTRS:-}; do
+				echo "${k#*=}" > "$u/${k%%=*}" || return 1
+			done
 			echo -n "info mdev_attrs"
 			for k in nr_io_queues max_queue_entries mdts shadow_doorbells \
 				 doorbell_mmap poll_idle_us; do
@@ -483,14 +491,12 @@ inside_main() {
 	if [[ " ${disks[*]} " == *" vhost-user-blk "* ]]; then
 		d=vhost-user-blk
 		local qsd=(qemu-storage-daemon --pidfile /tmp/qsd.pid)
-		k=0
 		for p in "${backends[@]}"; do
-			qsd+=(--object "iothread,id=qio$k"
+			qsd+=(--object "iothread,id=qio-$p"
 			      --blockdev "driver=$([ $p = file ] && echo file || echo host_device),node-name=$p,filename=${path[$d/$p]},cache.direct=on,aio=io_uring"
-			      --export "type=vhost-user-blk,id=$p,node-name=$p,addr.type=unix,addr.path=/tmp/vub-$p.sock,writable=on,num-queues=$nq,iothread=qio$k")
+			      --export "type=vhost-user-blk,id=$p,node-name=$p,addr.type=unix,addr.path=/tmp/vub-$p.sock,writable=on,num-queues=$nq,iothread=qio-$p")
 			qargs+=" -chardev socket,id=vub-$p,path=/tmp/vub-$p.sock"
 			qargs+=" -device vhost-user-blk-pci,chardev=vub-$p,num-queues=$nq,addr=0x${slot[$d/$p]}"
-			k=$(((k + 1) % nio))
 		done
 		"${qsd[@]}" --daemonize || return 1
 		# vhost-user needs the guest's memory shared with the daemon.
@@ -581,7 +587,10 @@ esac
 [ -f "$kernel" ] || die "no $kernel (make perf-kernel)"
 out=$top/build/bench
 mkdir -p "$out"
-rm -f "$out"/raw-*.txt
+# The shapes not run now keep their last results.
+for s in "${shapes[@]}"; do
+	rm -f "$out/raw-$s.txt"
+done
 cpu=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -1)
 others() { pgrep -c -f '^qemu-system' || true; }
 {
