@@ -37,6 +37,7 @@
 #
 # Environment (all optional; passed on into the VMs):
 #   NVMET_MDEV_BENCH_SHAPES     host VM vCPU counts to run (default "2 1")
+#   NVMET_MDEV_BENCH_GUEST_SMP  guest vCPUs (default: the host VM's)
 #   NVMET_MDEV_BENCH_REPEATS    repeats (default 3)
 #   NVMET_MDEV_BENCH_RUNTIME    seconds measured per job (default 5)
 #   NVMET_MDEV_BENCH_RAMP       seconds of warm-up per job (default 1)
@@ -156,7 +157,7 @@ fio_line() {
 
 # --- in the nested guest ----------------------------------------------------
 guest_main() {
-	local b n d k p r j rc frc key order name rw bs qd nj pl ios
+	local b n d k p r j rc frc key order name rw bs qd nj pl ios keys
 	local -A devs=() poll=()
 
 	# Keep kernel messages off the console that carries the results.
@@ -405,7 +406,7 @@ inside_main() {
 	. "$here/lib.sh"
 	local gsmp=${NVMET_MDEV_BENCH_GUEST_SMP:-$(nproc)}
 	local nq=$((gsmp + 1)) out=/tmp/bench-guest.out
-	local d p k u qargs nio t0 t1 rc stats wwn lio
+	local d p k u qargs nio map t0 t1 rc stats wwn lio
 	local -A path=() uuid=()
 
 	echo "info date $(date -u '+%Y-%m-%d %H:%M UTC')"
