@@ -15,6 +15,7 @@ Every ratio is taken per repeat (the disks of one repeat ran minutes
 apart, under the same load) and reported as the median of the repeats with
 their range.  A fio error anywhere makes the exit status 1.
 """
+import importlib.util
 import json
 import os
 import statistics
@@ -22,14 +23,13 @@ import sys
 
 PEERS = ["qemu-nvme", "virtio-blk", "vhost-user-blk", "vhost-scsi"]
 DISKS = ["mdev"] + PEERS + ["host-local"]
-KVM_KEYS = ["exits", "mmio_exits", "halt_exits", "halt_wakeup", "pf_taken",
-            "irq_injections"]
 # bench-stats.py's sample: KVM_KEYS, mdev CPU, mdev sleeps, idle, busy,
-# then these mdev counters.
-MDEV_KEYS = ["commands", "trapped_doorbell_writes", "interrupts",
-             "moderation_probes", "moderation_probes_failed", "deferred_traps",
-             "moderation_timeouts", "doorbell_faults", "completions", "sleeps",
-             "wakeups", "pin_cache_hits", "pin_cache_misses"]
+# then its MDEV_KEYS counters.
+_spec = importlib.util.spec_from_file_location(
+    "bench_stats", os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-stats.py"))
+_stats = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_stats)
+KVM_KEYS, MDEV_KEYS = _stats.KVM_KEYS, _stats.MDEV_KEYS
 I_MCPU, I_BUSY, I_MDEV = len(KVM_KEYS), len(KVM_KEYS) + 3, len(KVM_KEYS) + 4
 
 
