@@ -26,10 +26,12 @@ When no marker comes for STALL seconds (no fio job lasts that long), it
 says where everything is, on stderr (the host VM's console): the busiest
 threads of the host VM with their kernel stacks, the mdevs' counters
 twice, the end of the guest's console and, given the nested guest's QMP
-socket, the guest's registers.
+socket, the guest's registers and, for each of its vCPUs, where it is
+and the kernel text addresses on its stack (vm-state.py's lines).
 A stalled run then leaves evidence of its cause instead of a timeout.
 """
 import glob
+import importlib.util
 import json
 import os
 import socket
@@ -171,6 +173,26 @@ def guest_registers(path):
         return "(QMP: %s)" % e
 
 
+def guest_vcpus(path):
+    """vm-state.py's two lines per vCPU of the nested guest."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sysmap = ""
+    if not os.environ.get("NVMET_MDEV_GUEST_KERNEL"):
+        sysmap = os.path.join(here, "../../../build/obj-guest/System.map")
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "vm_state", os.path.join(here, "vm-state.py"))
+        vs = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(vs)
+        syms = vs.Symbols(sysmap)
+        lines = []
+        for c in vs.qmp(path, [("query-cpus-fast", None)], timeout=30)[0]:
+            lines += vs.describe(path, c["cpu-index"], syms)
+        return lines
+    except (OSError, ValueError, KeyError, ImportError) as e:
+        return ["(QMP: %s)" % e]
+
+
 def stall_report(since, qmp, rundir):
     """Where the host VM and the guest are after `since` s without a marker."""
     a = {(t[1], t[2]): t for t in threads()}
@@ -199,6 +221,8 @@ def stall_report(since, qmp, rundir):
     if qmp:
         text.append("the guest's vCPU (QEMU monitor):")
         text += guest_registers(qmp).splitlines()
+        text.append("the guest's vCPUs:")
+        text += guest_vcpus(qmp)
     dump("\n".join(text))
 
 
