@@ -306,6 +306,7 @@ void nvmet_mdev_bad_db(struct nvmet_mdev_ctrl *ctrl, u16 qid, u32 val);
 void nvmet_mdev_sq_kick(struct nvmet_mdev_sq *sq);
 void nvmet_mdev_kick_all(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_wake_sleepers(struct nvmet_mdev_sq *self);
+bool nvmet_mdev_watch_done(struct nvmet_mdev_sq *sq);
 void nvmet_mdev_sq_sleep(struct nvmet_mdev_sq *sq);
 void nvmet_mdev_sq_unlock(struct nvmet_mdev_sq *sq);
 void nvmet_mdev_sq_thread_lock(struct nvmet_mdev_sq *sq);

@@ -11,8 +11,9 @@
  * while it is mapped.  So while any queue thread is awake, it watches the
  * doorbells of the sleeping ones and wakes them; the last thread to go to
  * sleep zaps the page, and the next guest access faults, which maps the
- * page again and wakes the admin queue thread to watch for the write the
- * guest is about to retry.  No wake-up is lost:
+ * page again, wakes the threads of the SQs whose shadow doorbell already
+ * shows new work, and wakes the admin queue thread to watch for the write
+ * the guest is about to retry.  No wake-up is lost:
  *
  *	thread going to sleep		guest / device model
  *	asleep, kicked = false; mb
@@ -103,23 +104,64 @@ static u32 nvmet_mdev_db_digest(struct nvmet_mdev_ctrl *ctrl)
 }
 
 /**
+ * nvmet_mdev_watch_done() - whether the watch after a doorbell fault may end
+ * @sq: the admin SQ, whose thread watches
+ *
+ * The watch ends when its window runs out or as soon as a doorbell changed
+ * since the fault: the access the guest retried has landed, and the
+ * thread's last look at the sleepers (nvmet_mdev_wake_sleepers(), or the
+ * last sleeper's check in nvmet_mdev_sq_sleep()) comes after it.  A fault
+ * on another vCPU racing with the end of a watch at worst loses its own
+ * window: its retry faults again, which starts a new one.
+ *
+ * Return: true when the admin queue thread may sleep.
+ */
+bool nvmet_mdev_watch_done(struct nvmet_mdev_sq *sq)
+{
+	u64 until = READ_ONCE(sq->watch_until);
+
+	if (!until)
+		return true;
+	if (local_clock() >= until ||
+	    nvmet_mdev_db_digest(sq->ctrl) != READ_ONCE(sq->watch_digest)) {
+		WRITE_ONCE(sq->watch_until, 0);
+		return true;
+	}
+	return false;
+}
+
+/**
  * nvmet_mdev_doorbell_fault() - the guest touched the zapped doorbell page
  * @ctrl: the controller
  *
  * Called by the fault handler below once the page is mapped again: the access
  * (usually a doorbell write, retried once the fault is resolved) has not
- * happened yet, so the admin queue thread watches every doorbell for a
- * while and wakes the queue threads that get work.  Any process context.
+ * happened yet, so the admin queue thread watches every doorbell until it
+ * lands (or for a while) and wakes the queue threads that get work.  A host
+ * that uses shadow doorbells has written the new SQ tail to its shadow
+ * doorbell before the BAR0 write that faulted: the thread of that SQ is
+ * woken here, without waiting for the admin thread to see it.  Any process
+ * context.
  */
 static void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl)
 {
 	u32 digest = nvmet_mdev_db_digest(ctrl);
+	struct nvmet_mdev_dp *dp = ctrl->dp;
 	struct nvmet_mdev_sq *sq;
 	u64 watch;
+	int qid;
 
 	nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_DB_FAULTS, 1);
 	rcu_read_lock();
-	sq = rcu_dereference(ctrl->dp->sqs[0]);
+	if (READ_ONCE(dp->sdb)) {
+		for (qid = 1; qid <= dp->nr_io_queues; qid++) {
+			sq = rcu_dereference(dp->sqs[qid]);
+			if (sq && READ_ONCE(sq->asleep) &&
+			    nvmet_mdev_sq_has_work(sq))
+				nvmet_mdev_sq_kick(sq);
+		}
+	}
+	sq = rcu_dereference(dp->sqs[0]);
 	if (sq) {
 		/*
 		 * Nothing written since the last fault: its access missed

@@ -431,7 +431,7 @@ static int nvmet_mdev_sq_thread(void *data)
 			continue;
 		}
 		/* After a doorbell page fault: wait for the guest's write. */
-		if (now < READ_ONCE(sq->watch_until)) {
+		if (!nvmet_mdev_watch_done(sq)) {
 			usleep_range(20, 50);
 			continue;
 		}
