@@ -9,8 +9,11 @@ just before the VM's timeout kills it) and says nothing if QEMU is gone by
 then.  For each vCPU it prints one line with RIP (as a symbol, given the
 kernel's System.map), whether it is halted and takes interrupts, and the
 pending (IRR) and in-service (ISR) vectors of its local APIC, and a second
-line with the kernel text addresses found in the 64 words above its stack
-pointer: a stack scan (like the kernel's "?" entries), not a backtrace.
+line with the kernel text addresses found in the 128 words above its stack
+pointer: a stack scan (like the kernel's "?" entries), not a backtrace,
+and, when that finds any, a third line with the exception and interrupt
+frames of kernel code on it (RIP and RFLAGS: whether the interrupted code
+had interrupts enabled).
 That is enough to tell a vCPU that waits (halted, IF=1, nothing pending)
 from one that spins, one that takes an interrupt storm, or one that waits
 for an interrupt that never comes.
@@ -98,13 +101,23 @@ def describe(path, cpu, syms):
         cpu, syms.name(rip), hlt, bool(rfl & 0x200),
         irr.group(1).strip() if irr else '?',
         isr.group(1).strip() if isr else '?')]
-    words = qmp(path, [hmp('x /64gx %#x' % int(sp.group(1), 16), cpu)],
+    words = qmp(path, [hmp('x /128gx %#x' % int(sp.group(1), 16), cpu)],
                 timeout=30)[0]
-    found = [syms.name(int(w, 16))
-             for w in re.findall(r'0x([0-9a-f]{16})', words)
-             if syms.is_text(int(w, 16))]
+    vals = [int(w, 16) for w in re.findall(r'0x([0-9a-f]{16})', words)]
+    found = [syms.name(v) for v in vals if syms.is_text(v)]
     lines.append('cpu %d: stack scan: %s' %
-                 (cpu, ' '.join(found[:12]) or '(no kernel text)'))
+                 (cpu, ' '.join(found[:24]) or '(no kernel text)'))
+    # Hardware exception or interrupt frames of kernel code: RIP, CS,
+    # RFLAGS, RSP, SS.  The interrupted code's IF says whether it could
+    # take an interrupt at all.
+    frames = ['%s RFLAGS=%x IF=%d' % (syms.name(v[0]), v[2],
+                                      bool(v[2] & 0x200))
+              for v in zip(vals, vals[1:], vals[2:], vals[3:], vals[4:])
+              if syms.is_text(v[0]) and v[1] == 0x10 and v[4] == 0x18 and
+              v[2] & 0x2 and v[2] < 0x400000]
+    if frames:
+        lines.append('cpu %d: kernel frames on the stack: %s' %
+                     (cpu, '; '.join(frames[:8])))
     return lines
 
 
