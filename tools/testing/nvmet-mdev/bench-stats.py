@@ -28,7 +28,8 @@ threads of the host VM with their kernel stacks, the mdevs' counters
 twice, the end of the guest's console and, given the nested guest's QMP
 socket, the guest's registers and, for each of its vCPUs, where it is
 and the kernel text addresses on its stack (vm-state.py's lines).
-A stalled run then leaves evidence of its cause instead of a timeout.
+A stalled run then leaves evidence of its cause instead of a timeout; after
+the third report it ends the guest's QEMU, and the run fails.
 """
 import glob
 import importlib.util
@@ -193,6 +194,23 @@ def guest_vcpus(path):
         return ["(QMP: %s)" % e]
 
 
+def quit_guest(path):
+    """End the nested guest's QEMU: the run fails instead of hanging."""
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(path)
+        f = s.makefile("rw")
+        f.readline()
+        for cmd in ("qmp_capabilities", "quit"):
+            f.write(json.dumps({"execute": cmd}) + "\n")
+            f.flush()
+            f.readline()
+        s.close()
+    except (OSError, ValueError) as e:
+        dump("(QMP: %s)" % e)
+
+
 def stall_report(since, qmp, rundir):
     """Where the host VM and the guest are after `since` s without a marker."""
     a = {(t[1], t[2]): t for t in threads()}
@@ -253,6 +271,9 @@ def main():
         elif marks and time.time() - last > STALL * (reports + 1) and reports < 3:
             stall_report(int(time.time() - last), qmp, os.path.dirname(marks))
             reports += 1
+            if reports == 3 and qmp:
+                dump("ending the guest")
+                quit_guest(qmp)
         for line in lines:
             line = line.rstrip("\r")
             if line == "bench-mark: done":
