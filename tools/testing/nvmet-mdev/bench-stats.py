@@ -33,11 +33,11 @@ the third report it ends the guest's QEMU, and the run fails.
 """
 import glob
 import importlib.util
-import json
 import os
-import socket
 import sys
 import time
+
+import vmqmp
 
 STALL = 300
 
@@ -149,27 +149,8 @@ def mdev_stats():
 def guest_registers(path):
     """The nested guest's vCPU registers, from its QEMU's monitor."""
     try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        s.connect(path)
-        f = s.makefile("rw")
-        f.readline()
-        out = []
-        for cmd in ("qmp_capabilities", "info registers", "info lapic"):
-            msg = {"execute": cmd}
-            if cmd.startswith("info"):
-                msg = {"execute": "human-monitor-command",
-                       "arguments": {"command-line": cmd}}
-            f.write(json.dumps(msg) + "\n")
-            f.flush()
-            while True:
-                r = json.loads(f.readline())
-                if "return" in r or "error" in r:
-                    break
-            if cmd.startswith("info"):
-                out.append(str(r.get("return", r.get("error"))))
-        s.close()
-        return "\n".join(out)
+        return "\n".join(str(r) for r in vmqmp.qmp(
+            path, [vmqmp.hmp("info registers"), vmqmp.hmp("info lapic")]))
     except (OSError, ValueError) as e:
         return "(QMP: %s)" % e
 
@@ -187,7 +168,7 @@ def guest_vcpus(path):
         spec.loader.exec_module(vs)
         syms = vs.Symbols(sysmap)
         lines = []
-        for c in vs.qmp(path, [("query-cpus-fast", None)], timeout=30)[0]:
+        for c in vmqmp.qmp(path, [("query-cpus-fast", None)], timeout=30)[0]:
             lines += vs.describe(path, c["cpu-index"], syms)
         return lines
     except (OSError, ValueError, KeyError, ImportError) as e:
@@ -197,16 +178,7 @@ def guest_vcpus(path):
 def quit_guest(path):
     """End the nested guest's QEMU: the run fails instead of hanging."""
     try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        s.connect(path)
-        f = s.makefile("rw")
-        f.readline()
-        for cmd in ("qmp_capabilities", "quit"):
-            f.write(json.dumps({"execute": cmd}) + "\n")
-            f.flush()
-            f.readline()
-        s.close()
+        vmqmp.qmp(path, [("quit", None)])
     except (OSError, ValueError) as e:
         dump("(QMP: %s)" % e)
 
