@@ -183,6 +183,7 @@ struct nvmet_mdev_sq {
 	u64			watch_until;	/* local_clock(), admin SQ */
 	u64			watch_ns;	/* its last window, admin SQ */
 	u32			watch_digest;	/* of the doorbells at that fault */
+	bool			watch_polled;	/* it woke a polled queue's thread */
 	unsigned long		remap_since;	/* jiffies | 1, runner private */
 	bool			starved;	/* waiting for a free iod */
 

@@ -107,12 +107,20 @@ static u32 nvmet_mdev_db_digest(struct nvmet_mdev_ctrl *ctrl)
  * nvmet_mdev_watch_done() - whether the watch after a doorbell fault may end
  * @sq: the admin SQ, whose thread watches
  *
- * The watch ends when its window runs out or as soon as a doorbell changed
- * since the fault: the access the guest retried has landed, and the
- * thread's last look at the sleepers (nvmet_mdev_wake_sleepers(), or the
- * last sleeper's check in nvmet_mdev_sq_sleep()) comes after it.  A fault
- * on another vCPU racing with the end of a watch at worst loses its own
- * window: its retry faults again, which starts a new one.
+ * The watch ends when its window runs out.  Kept to the end, it keeps the
+ * doorbell page mapped across the guest's next few doorbell writes, which
+ * then wake their queue threads without a fault: what a guest waiting for
+ * interrupts between bursts wants.  But the watching thread, runnable every
+ * few tens of microseconds, also makes a polling queue thread give up its
+ * CPU and sleep (see nvmet_mdev_sq_thread()), and a guest that polls its
+ * CQ for the one command it just submitted wants that thread to keep
+ * polling.  So a watch whose fault woke the thread of a polled queue (a CQ
+ * without interrupts) ends as soon as a doorbell changed since the fault:
+ * the access the guest retried has landed, and the thread's last look at
+ * the sleepers (nvmet_mdev_wake_sleepers(), or the last sleeper's check in
+ * nvmet_mdev_sq_sleep()) comes after it.  A fault on another vCPU racing
+ * with the end of a watch at worst loses its own window: its retry faults
+ * again, which starts a new one.
  *
  * Return: true when the admin queue thread may sleep.
  */
@@ -123,7 +131,8 @@ bool nvmet_mdev_watch_done(struct nvmet_mdev_sq *sq)
 	if (!until)
 		return true;
 	if (local_clock() >= until ||
-	    nvmet_mdev_db_digest(sq->ctrl) != READ_ONCE(sq->watch_digest)) {
+	    (READ_ONCE(sq->watch_polled) &&
+	     nvmet_mdev_db_digest(sq->ctrl) != READ_ONCE(sq->watch_digest))) {
 		WRITE_ONCE(sq->watch_until, 0);
 		return true;
 	}
@@ -148,6 +157,7 @@ static void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl)
 	u32 digest = nvmet_mdev_db_digest(ctrl);
 	struct nvmet_mdev_dp *dp = ctrl->dp;
 	struct nvmet_mdev_sq *sq;
+	bool polled = false;
 	u64 watch;
 	int qid;
 
@@ -157,8 +167,10 @@ static void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl)
 		for (qid = 1; qid <= dp->nr_io_queues; qid++) {
 			sq = rcu_dereference(dp->sqs[qid]);
 			if (sq && READ_ONCE(sq->asleep) &&
-			    nvmet_mdev_sq_has_work(sq))
+			    nvmet_mdev_sq_has_work(sq)) {
 				nvmet_mdev_sq_kick(sq);
+				polled |= !sq->cq->irq_enabled;
+			}
 		}
 	}
 	sq = rcu_dereference(dp->sqs[0]);
@@ -173,6 +185,7 @@ static void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl)
 		else
 			watch = NVMET_MDEV_WATCH_NS;
 		WRITE_ONCE(sq->watch_digest, digest);
+		WRITE_ONCE(sq->watch_polled, polled);
 		WRITE_ONCE(sq->watch_ns, watch);
 		WRITE_ONCE(sq->watch_until, local_clock() + watch);
 		nvmet_mdev_sq_kick(sq);
