@@ -39,6 +39,18 @@ watchdog's timer fires every 4 s on every CPU.
 Each recovery also adds a line to RECORD, if given: vm.sh counts them to
 tell the soft lockup of an idle CPU that such a freeze leaves behind from
 a kernel's own (see vm.sh).
+
+Some freezes do not give way.  In a 2-vCPU host VM under 10.0.2
+(2026-12-06) vCPU 0 stayed halted with IF=1 and vectors 34, 236 and 251
+pending through 555 power button events, a stop and cont, and an NMI
+(QMP inject-nmi, which woke the other vCPU at once), while QEMU's vCPU
+thread slept in qemu_wait_io_event(): QEMU saw no work for it.  A halted
+CPU takes an NMI whatever its IF, unless its global interrupt flag (GIF,
+SVM) is clear, which the idle loop never leaves it; that run's previous
+host VM had taken a timer interrupt between KVM's CLGI and STGI, the same
+flag wrong the other way.  So after GIVE_UP events in a row that did not
+thaw the vCPU this says so and ends QEMU: the run fails then, with the
+reason, instead of at its time limit.
 """
 import os
 import re
@@ -51,6 +63,7 @@ from vmqmp import hmp, qmp
 
 START_KERNEL_MAP = 0xffffffff80000000
 STUCK_SECS = 8
+GIVE_UP = 30                    # events in a row without a thaw
 
 
 def jiffies_phys(sysmap):
@@ -100,12 +113,16 @@ def main():
         if os.path.exists(path):
             break
         time.sleep(0.1)
-    prev = None
+    prev = last_j = None
+    kicks = 0                                       # in a row, no thaw
     while True:
         # Well within the soft lockup threshold (20 s).
         time.sleep(1)
         try:
             cur, j = look(path, phys)
+            if cur is None and (j is None or j != last_j):
+                kicks = 0
+            last_j = j
             why = None
             if cur and cur == prev:
                 why = '%s pending' % cur
@@ -122,6 +139,15 @@ def main():
                     with open(record, 'a') as f:
                         f.write(why + '\n')
                 qmp(path, [('system_powerdown', None)])
+                kicks += 1
+                if kicks >= GIVE_UP:
+                    sys.stderr.write('vm.sh: the vCPU stayed frozen through %d device '
+                                     'interrupts: an emulator fault (QEMU sees no work '
+                                     'for it, see wakeup-watch.py); ending the VM\n'
+                                     % kicks)
+                    sys.stderr.flush()
+                    qmp(path, [('quit', None)])
+                    return
                 cur = stuck = None
             prev = cur
         except socket.timeout:
