@@ -37,12 +37,23 @@ def median(v):
     return statistics.median(v) if v else None
 
 
-def parse(path, shape, st):
+def guest_lines(path):
+    """The guest's own lines in a host VM's console: what a host VM that
+    died before printing its results still leaves of them."""
+    try:
+        with open(path, errors="replace") as f:
+            return [line.rstrip("\r\n")[len("guest| "):] for line in f
+                    if line.startswith("guest| bench")]
+    except OSError:
+        return []
+
+
+def parse(lines, shape, st):
     """Adds the records of one host VM's raw output to st."""
     info = st["info"].setdefault(shape, {})
     marks = {}
     cpu_host = {}
-    for line in open(path, errors="replace"):
+    for line in lines:
         line = line.rstrip("\n")
         k, _, v = line.partition(" ")
         f = v.split()
@@ -156,7 +167,16 @@ def main():
         if name.startswith("raw-") and name.endswith(".txt"):
             shape = int(name[4:-4])
             shapes.append(shape)
-            parse(os.path.join(d, name), shape, st)
+            with open(os.path.join(d, name), errors="replace") as f:
+                parse(f, shape, st)
+            if not any(k[0] == shape and k[2] != "host-local" for k in st["runs"]):
+                lines = guest_lines(os.path.join(d, "console-%d.log" % shape))
+                if any(line.startswith("bench: ") for line in lines):
+                    st["problems"].append(
+                        "%s vCPU(s): the host VM printed no results; the guest's cells "
+                        "are taken from its console, without CPU figures or counters"
+                        % shape)
+                    parse(lines, shape, st)
     if not shapes:
         print("bench-report.py: no raw-*.txt in %s" % d, file=sys.stderr)
         return 1
