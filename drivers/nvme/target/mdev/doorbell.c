@@ -78,6 +78,33 @@ void nvmet_mdev_kick_all(struct nvmet_mdev_ctrl *ctrl)
 }
 
 /*
+ * Wake the sleeping queue threads but @self (NULL: none) that have work to
+ * do.  Any context.
+ *
+ * Return: whether one of them serves a polled queue (a CQ without
+ * interrupts).
+ */
+static bool nvmet_mdev_kick_sleepers(struct nvmet_mdev_dp *dp,
+				     struct nvmet_mdev_sq *self)
+{
+	struct nvmet_mdev_sq *sq;
+	bool polled = false;
+	int qid;
+
+	rcu_read_lock();
+	for (qid = 0; qid <= dp->nr_io_queues; qid++) {
+		sq = rcu_dereference(dp->sqs[qid]);
+		if (sq && sq != self && READ_ONCE(sq->asleep) &&
+		    nvmet_mdev_sq_has_work(sq)) {
+			nvmet_mdev_sq_kick(sq);
+			polled |= !sq->cq->irq_enabled;
+		}
+	}
+	rcu_read_unlock();
+	return polled;
+}
+
+/*
  * How long the admin thread watches the doorbells after a page fault.  The
  * access the guest retries once the fault is resolved must reach the page
  * before the last thread to sleep zaps it again, or the retry faults, the
@@ -159,20 +186,11 @@ static void nvmet_mdev_doorbell_fault(struct nvmet_mdev_ctrl *ctrl)
 	struct nvmet_mdev_sq *sq;
 	bool polled = false;
 	u64 watch;
-	int qid;
 
 	nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_DB_FAULTS, 1);
+	if (READ_ONCE(dp->sdb))
+		polled = nvmet_mdev_kick_sleepers(dp, NULL);
 	rcu_read_lock();
-	if (READ_ONCE(dp->sdb)) {
-		for (qid = 1; qid <= dp->nr_io_queues; qid++) {
-			sq = rcu_dereference(dp->sqs[qid]);
-			if (sq && READ_ONCE(sq->asleep) &&
-			    nvmet_mdev_sq_has_work(sq)) {
-				nvmet_mdev_sq_kick(sq);
-				polled |= !sq->cq->irq_enabled;
-			}
-		}
-	}
 	sq = rcu_dereference(dp->sqs[0]);
 	if (sq) {
 		/*
@@ -317,20 +335,8 @@ bool nvmet_mdev_db_changed(struct nvmet_mdev_ctrl *ctrl,
 /* Wake the sleeping queue threads that have work to do. */
 void nvmet_mdev_wake_sleepers(struct nvmet_mdev_sq *self)
 {
-	struct nvmet_mdev_dp *dp = self->dp;
-	struct nvmet_mdev_sq *sq;
-	int qid;
-
-	if (!READ_ONCE(dp->nr_asleep))
-		return;
-	rcu_read_lock();
-	for (qid = 0; qid <= dp->nr_io_queues; qid++) {
-		sq = rcu_dereference(dp->sqs[qid]);
-		if (sq && sq != self && READ_ONCE(sq->asleep) &&
-		    nvmet_mdev_sq_has_work(sq))
-			nvmet_mdev_sq_kick(sq);
-	}
-	rcu_read_unlock();
+	if (READ_ONCE(self->dp->nr_asleep))
+		nvmet_mdev_kick_sleepers(self->dp, self);
 }
 
 /* Sleep until kicked, following the protocol at the top of this file. */
