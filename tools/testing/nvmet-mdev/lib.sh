@@ -333,15 +333,23 @@ run_guest() {
 
 # guest_stuck DIR WHAT: the nested guests whose vm.sh run directories are
 # in DIR (their TMPDIR) have not done what they should have by now: say
-# where their vCPUs are and what their consoles last said, and stop them.
+# what each mdev fetched and completed (a guest that waits for a command
+# the device never completed, or for something else), where their vCPUs
+# are and what their consoles last said, and stop them.
 guest_stuck() {
-	local d
+	local d s
+	for s in /sys/kernel/debug/nvmet-mdev/*/stats; do
+		[ -e "$s" ] || continue
+		d=${s%/stats}
+		echo "# $2: mdev ${d##*/}:" \
+			"$(grep -E '^(commands|completions|interrupts) ' "$s" | tr '\n' ' ')"
+	done
 	for d in "$1"/nvmet-mdev-vm.*; do
 		[ -d "$d" ] || continue
 		echo "# $2: the guest's vCPUs and the end of its console:"
 		"$NVMET_MDEV_HARNESS/vm-state.py" "$d/qmp.sock" \
 			"$NVMET_MDEV_TOP/build/obj-guest/System.map" "# $2: "
-		tail -n 20 "$d/console" | sed "s/^/# $2 console: /"
+		tail -n 40 "$d/console" | sed "s/^/# $2 console: /"
 		pkill -f -- "path=$d,security_model"
 	done
 }

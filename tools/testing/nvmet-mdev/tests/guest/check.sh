@@ -407,14 +407,47 @@ verify_end() {
 	# SIGTERM: fio ends its jobs and reports; its status is then 128.
 	# verify_fatal makes it exit at once with 1 on a verify error, so a
 	# fio that has ended by itself failed.
-	check "fio still runs at the end of $1" kill -TERM $fpid
-	wait $fpid
-	rc=$?
+	check "fio still runs at the end of $1" kill -0 $fpid
+	fio_end $fpid TERM
 	print_file /tmp/fio.out
 	print_file /tmp/fio.err
 	check "fio verify across $1 (stopped by the test): status $rc" \
 		test $rc -eq 128
 	check "fio reported 0 errors" test "$(fio_errors /tmp/fio.out)" = 0
+}
+
+# fio_end PID SIGNAL: send fio (PID, a child of this shell) SIGNAL and wait
+# for it, two minutes at most; its exit status is left in $rc.  A fio
+# still there then waits for I/O that never completes: the check fails
+# naming the state and wait channel of each fio process (the parent and
+# its jobs), and their stacks and those of every other blocked task go to
+# the console (the host's guest_stuck prints the device's command and
+# completion counts).
+fio_end() {
+	local i st=R p c w why=
+	kill -"$2" "$1"
+	for ((i = 0; i < 120; i++)); do
+		read -r _ _ st _ 2>/dev/null < "/proc/$1/stat" || st=Z
+		[ "$st" = Z ] && break
+		tick 1
+	done
+	if [ "$st" = Z ]; then
+		check "fio ended within 2 min of SIG$2 (after $i s)" true
+		wait "$1"
+		rc=$?
+		return
+	fi
+	rc=255
+	for p in /proc/[0-9]*; do
+		read -r _ _ st _ < "$p/stat" 2>/dev/null || continue
+		read -r c < "$p/comm" 2>/dev/null
+		[ "$st" = D ] || [ "$c" = fio ] || continue
+		read -r w < "$p/wchan" 2>/dev/null
+		[ "$c" = fio ] && why+=" ${p#/proc/} $st ${w:-?}"
+		echo "stuck: ${p#/proc/} $c ($st, ${w:-?}):"
+		print_file "$p/stack" 2>/dev/null
+	done
+	check "fio ended within 2 min of SIG$2 (fio:$why)" false
 }
 
 # write_bg NAME: in the background (pid in $fpid), fio writes to the
@@ -576,7 +609,7 @@ ns_off_on() {
 	# from then on); says "ns-gone", and the host enables it again: the
 	# namespace comes back on the next event, the blocks acknowledged
 	# before it went read back, and fio verifies on it
-	local fpid s apid acked
+	local fpid s apid acked rc
 	cd /tmp || return
 	write_bg nsoff
 	ack_bg "$1" 4096
@@ -584,8 +617,7 @@ ns_off_on() {
 	: > /run/nvmet-mdev/io
 	s=$(wait_for 300 test ! -b $dev)
 	check "the namespace went away (after ${s%%$'\n'*} s)" test ! -b $dev
-	kill $fpid
-	wait $fpid
+	fio_end $fpid TERM
 	ack_end "the namespace's disabling" "$1" 4096
 	: > /run/nvmet-mdev/ns-gone
 	s=$(wait_for 300 test -b $dev)
