@@ -254,6 +254,7 @@ void nvmet_mdev_ctrl_open(struct nvmet_mdev_ctrl *ctrl)
 	ctrl->owner = get_task_struct(current);
 	ctrl->memcg = get_mem_cgroup_from_mm(current->mm);
 	ctrl->regs.vs = 0;
+	clear_bit(0, &ctrl->dp->pin_warned);
 	nvmet_mdev_regs_reset(ctrl, true);
 }
 

@@ -217,6 +217,8 @@ struct nvmet_mdev_dp {
 
 	/* pin cache: chunk index -> page array, tagged 1 if fully pinned */
 	struct xarray		pins;
+	/* bit 0: a pin failed for want of memory, said since open (mem.c) */
+	unsigned long		pin_warned;
 
 	/* shadow doorbells; sdb/eidx NULL when not configured */
 	struct nvmet_mdev_gmap	dbbuf_db;

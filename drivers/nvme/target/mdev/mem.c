@@ -32,6 +32,27 @@
 
 static_assert(NVMET_MDEV_CHUNK_PAGES <= VFIO_PIN_PAGES_MAX_ENTRIES);
 
+/*
+ * vfio_pin_pages(), and the operator's clue when it fails for want of
+ * locked memory: vfio charges the pins to the VMM's RLIMIT_MEMLOCK (unless
+ * it has CAP_IPC_LOCK), and an unprivileged VMM started with a limit below
+ * the guest memory the device touches gets -ENOMEM.  The command then
+ * fails (Data Transfer Error; a queue that cannot be mapped, CSTS.CFS).
+ * Said once per open of the device.
+ */
+static int nvmet_mdev_vfio_pin(struct nvmet_mdev_ctrl *ctrl, u64 iova,
+			       int npage, struct page **pages)
+{
+	int ret;
+
+	ret = vfio_pin_pages(&ctrl->vdev, iova, npage,
+			     IOMMU_READ | IOMMU_WRITE, pages);
+	if (ret == -ENOMEM && !test_and_set_bit(0, &ctrl->dp->pin_warned))
+		dev_warn(ctrl->vdev.dev,
+			 "cannot pin guest memory: the VMM's locked memory limit (RLIMIT_MEMLOCK) is too low, or the host is out of memory; give the VMM a limit of its guest's memory size\n");
+	return ret;
+}
+
 static inline u64 nvmet_mdev_chunk_iova(unsigned long idx)
 {
 	return (u64)idx << NVMET_MDEV_CHUNK_SHIFT;
@@ -51,6 +72,7 @@ static struct page **nvmet_mdev_chunk_pin(struct nvmet_mdev_ctrl *ctrl,
 	pages = kmalloc(PAGE_SIZE, GFP_KERNEL_ACCOUNT);
 	if (!pages)
 		return NULL;
+	/* Near the locked memory limit, pages may still be pinned one by one. */
 	ret = vfio_pin_pages(&ctrl->vdev, nvmet_mdev_chunk_iova(idx),
 			     NVMET_MDEV_CHUNK_PAGES, IOMMU_READ | IOMMU_WRITE,
 			     pages);
@@ -140,8 +162,7 @@ int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,
 
 	if (!missed)
 		nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_PIN_MISSES, 1);
-	ret = vfio_pin_pages(&ctrl->vdev, iova & PAGE_MASK, 1,
-			     IOMMU_READ | IOMMU_WRITE, &p);
+	ret = nvmet_mdev_vfio_pin(ctrl, iova & PAGE_MASK, 1, &p);
 	if (ret != 1)
 		return ret < 0 ? ret : -EFAULT;
 
@@ -270,8 +291,7 @@ int nvmet_mdev_gmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, size_t len,
 	if (!pages)
 		return -ENOMEM;
 
-	ret = vfio_pin_pages(&ctrl->vdev, first, n, IOMMU_READ | IOMMU_WRITE,
-			     pages);
+	ret = nvmet_mdev_vfio_pin(ctrl, first, n, pages);
 	if (ret != n) {
 		if (ret > 0)
 			vfio_unpin_pages(&ctrl->vdev, first, ret);
