@@ -18,7 +18,7 @@ pkgs=(
 	ccache sparse dwarves python3 rsync perl
 	# VM harness and tests inside it
 	busybox-static e2fsprogs util-linux procps gdb
-	nvme-cli fio mdevctl iproute2 pciutils
+	nvme-cli fio mdevctl iproute2 pciutils udev
 )
 # Package, lowest version: QEMU runs the TCG host VM and the nested KVM
 # guests; 13-libvirt runs its own libvirtd in the host VM (no

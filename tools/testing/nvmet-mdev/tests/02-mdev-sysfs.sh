@@ -4,7 +4,8 @@
 # An mdev port registers an mdev parent with a type; mdevs are created and
 # removed through sysfs; mdevctl sees them, starts and stops them, and
 # starts a defined (persistent) one with its tunables set through
-# --addattr; removing the port removes it all.
+# --addattr; removing the port removes it all, and one defined with
+# --auto comes back when the port is made again (udev and mdevctl's rule).
 . "$(dirname "$0")/../lib.sh"
 nqn=nqn.2026-11.org.example:sysfs
 setup_default 1 $nqn /tmp/ns1.img || die "nvmet setup"
@@ -72,7 +73,12 @@ tap_ok "its poll_idle_us is 250" grep -qx 250 $a/poll_idle_us
 tap_ok "its subsysnqn is set" grep -qx $nqn $a/subsysnqn
 tap_ok "mdevctl stop, undefine" eval "mdevctl stop -u $u3 && mdevctl undefine -u $u3"
 tap_ok "it is gone" test ! -e $a
-umount /etc/mdevctl.d
+# One defined with --auto comes back with its port (below).
+u4=7e1f0b2c-8d3a-4c5b-9e6f-a0b1c2d3e4f5
+tap_ok "mdevctl define --auto" mdevctl define -u $u4 --auto \
+	-p "$(basename "$parent")" -t "$(basename "$t")"
+tap_ok "mdevctl modify --addattr poll_idle_us of it" \
+	mdevctl modify -u $u4 --addattr=poll_idle_us --value=300
 
 # The port reads back "mdev"; a referral (an address on the wire) refuses
 # it and takes a wire transport.
@@ -92,6 +98,35 @@ rmdir "$NVMET_CFS/ports/1"
 for _ in $(seq 50); do [ -e "$parent" ] || break; sleep 0.2; done
 tap_ok "removing the port removes the parent" test ! -e "$parent"
 tap_ok "... and its mdevs" test ! -e "/sys/bus/mdev/devices/$uuid"
+
+# The port made again: its parent's registration ("change" uevent,
+# MDEV_STATE=registered) makes udev run mdevctl's rule, which starts the
+# mdevs defined with --auto (a host's udevd; here one for this part only).
+# Debian's mdevctl (1.2.0 in 12, 1.4.0 in 13) installs mdevctl in /usr/bin
+# and a rule that runs /usr/sbin/mdevctl: the rule with the right path
+# goes in /run/udev/rules.d (/etc/udev/rules.d on a host), under the same
+# name, which overrides the package's.
+rules=/lib/udev/rules.d/60-mdevctl.rules
+if [ ! -x /usr/sbin/mdevctl ] && grep -q /usr/sbin/mdevctl $rules; then
+	echo "# $rules runs /usr/sbin/mdevctl, which is missing: overridden"
+	mkdir -p /run/udev/rules.d
+	sed "s|/usr/sbin/mdevctl|$(command -v mdevctl)|g" $rules \
+		> /run/udev/rules.d/60-mdevctl.rules
+fi
+/lib/systemd/systemd-udevd --daemon --resolve-names=never || die "udevd"
+make_port 1 && link_subsys 1 $nqn || die "port 1 again"
+a=/sys/bus/mdev/devices/$u4
+for ((i = 0; i < 100; i++)); do [ -e $a ] && break; pause 0.2; done
+tap_ok "the --auto mdev is started when its port comes back ($((i / 5)) s)" \
+	test -e $a
+tap_ok "with its poll_idle_us" grep -qx 300 $a/poll_idle_us
+udevadm control --exit
+tap_ok "mdevctl stop, undefine it" \
+	eval "mdevctl stop -u $u4 && mdevctl undefine -u $u4"
+umount /etc/mdevctl.d
+unlink_subsys 1 $nqn
+rmdir "$NVMET_CFS/ports/1"
+for _ in $(seq 50); do [ -e "$parent" ] || break; sleep 0.2; done
 teardown_nvmet
 tap_ok "nvmet-mdev unloads" modprobe -r nvmet-mdev
 tap_done
