@@ -62,7 +62,7 @@ tsc_offset() {
 # run_one TEST: run it, leaving its log, "STATUS SECONDS" and the TSC's
 # offsets and skews before and after it in $logs.
 run_one() {
-	local t=$1 name log start rc append mem smp tsc0
+	local t=$1 name log start rc append mem smp nvme tsc0
 	name=$(basename "$t" .sh)
 	log=$logs/$name.log
 	start=$(date +%s)
@@ -73,14 +73,16 @@ run_one() {
 		# A test may ask for more time with a "# timeout: SECONDS" line,
 		# for kernel arguments with "# append: ARGS" lines (e.g.
 		# "# append: kmemleak=on"), for a bigger host VM with a
-		# "# mem: SIZE" line, and for more vCPUs with "# smp: N".
+		# "# mem: SIZE" line, for more vCPUs with "# smp: N", and for
+		# an emulated NVMe controller with a "# nvme: SIZE" line.
 		append=$(sed -n 's/^# append: *\(.*[^ ]\) *$/\1/p' "$t" | tr '\n' ' ')
 		mem=$(sed -n 's/^# mem: *\([0-9][0-9]*[MG]\)$/\1/p' "$t" | head -1)
+		nvme=$(sed -n 's/^# nvme: *\([0-9][0-9]*[MG]\)$/\1/p' "$t" | head -1)
 		smp=$(sed -n 's/^# smp: *\([0-9][0-9]*\)$/\1/p' "$t" | head -1)
 		smp=${smp:-${NVMET_MDEV_TEST_SMP:-}}
 		"$here/vm.sh" --timeout "${NVMET_MDEV_TEST_TIMEOUT:-$(test_limit "$t")}" \
 			${append:+--append "$append"} ${mem:+--mem "$mem"} \
-			${smp:+--smp "$smp"} \
+			${smp:+--smp "$smp"} ${nvme:+--nvme "$nvme"} \
 			-- "$t" > "$log" 2>&1 ;;
 	esac
 	rc=$?

@@ -27,7 +27,16 @@
 #   --seabios        boot a guest through SeaBIOS, QEMU's default firmware
 #                    (guests boot through qboot otherwise; see below)
 #   --mdev UUID      attach an mdev with vfio-pci (guest only; repeatable)
+#   --nvme SIZE      attach a QEMU-emulated NVMe controller (model "QEMU NVMe
+#                    Ctrl", serial nvmet-mdev-nvme) with one namespace of
+#                    SIZE on a sparse file in the run directory (host VM:
+#                    the controller of 22-guest-deploy's passthru subsystem)
 #   --iommufd        attach mdevs through iommufd instead of the container
+#   --user UID       run a guest's QEMU as UID (group UID, no supplementary
+#                    groups, no capabilities), as libvirt runs it; the
+#                    caller gives UID the devices (/dev/kvm, /dev/vfio/...)
+#   --memlock BYTES  a guest's QEMU's locked memory limit (RLIMIT_MEMLOCK),
+#                    in bytes
 #   --libvirt        start the guest through libvirt (a transient domain
 #                    with <hostdev type='mdev'> per --mdev) instead of
 #                    running QEMU directly; needs a running libvirtd
@@ -50,6 +59,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 
 role_cmdline= bios= smp=1 mem= qemu_args= echo_prefix= timeout=900 append= log=
+nvme_size= user= memlock=
 guest=0 interactive=0 iommufd=0 keep_going=0 libvirt=0 reboot=0 seabios=0
 kernel=${NVMET_MDEV_KERNEL:-$top/build/bzImage}
 mdevs=()
@@ -61,6 +71,9 @@ while [ $# -gt 0 ]; do
 	--guest) guest=1; shift ;;
 	--seabios) seabios=1; shift ;;
 	--mdev) mdevs+=("$2"); shift 2 ;;
+	--nvme) nvme_size=$2; shift 2 ;;
+	--user) user=$2; shift 2 ;;
+	--memlock) memlock=$2; shift 2 ;;
 	--iommufd) iommufd=1; shift ;;
 	--libvirt) libvirt=1; shift ;;
 	--append) append="$append $2"; shift 2 ;;
@@ -207,6 +220,11 @@ if [ ${#mdevs[@]} -gt 0 ]; then
 		dev="$dev${NVMET_MDEV_VFIO_OPTS:+,$NVMET_MDEV_VFIO_OPTS}"
 		args+=(-device "$dev")
 	done
+fi
+if [ -n "$nvme_size" ]; then
+	truncate -s "$nvme_size" "$run/nvme.img" || exit 2
+	args+=(-drive "file=$run/nvme.img,if=none,id=nvme0,format=raw,cache=unsafe"
+	       -device nvme,drive=nvme0,serial=nvmet-mdev-nvme)
 fi
 # Split at white space on purpose (no globbing: "set -f" around it).
 if [ -n "$qemu_args" ]; then
@@ -382,8 +400,17 @@ else
 	mkfifo "$run/qemu.err"
 	sed -u 's/^/vm.sh: qemu: /' < "$run/qemu.err" >&2 &
 	qemu_err=$!
+	# QEMU unprivileged: it writes its socket and the guest's run
+	# directory files as that user.
+	wrap=()
+	[ -n "$memlock" ] && wrap+=(prlimit --memlock="$memlock:$memlock")
+	if [ -n "$user" ]; then
+		chown "$user" "$run"
+		wrap+=(setpriv --reuid="$user" --regid="$user" --clear-groups
+		       --inh-caps=-all --bounding-set=-all)
+	fi
 	timeout --foreground -k 10 "$timeout" \
-		qemu-system-x86_64 "${args[@]}" -serial stdio </dev/null \
+		"${wrap[@]}" qemu-system-x86_64 "${args[@]}" -serial stdio </dev/null \
 		2> "$run/qemu.err" | tee "$console" | echo_console
 	qemu_rc=${PIPESTATUS[0]}
 	wait $qemu_err

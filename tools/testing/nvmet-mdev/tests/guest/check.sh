@@ -627,6 +627,222 @@ ns_off_on() {
 	fio_verify 4k 4 2
 }
 
+# nsdev NQN NSID: the block device of namespace NSID of subsystem NQN, or
+# nothing (nvme multipath names its node nvmeXnY after the order the
+# namespaces came in, not after their IDs).
+nsdev() {
+	local d n q
+	for d in /sys/block/nvme*; do
+		[[ ${d##*/} =~ ^nvme[0-9]+n[0-9]+$ ]] || continue
+		read -r n < "$d/nsid" 2>/dev/null || continue
+		read -r q < "$d/device/subsysnqn" 2>/dev/null || continue
+		[ "$n" = "$2" ] && [ "$q" = "$1" ] && echo "/dev/${d##*/}" && return 0
+	done
+	return 1
+}
+
+# ctrldev NQN: the controller (/dev/nvmeX) of subsystem NQN, or nothing.
+ctrldev() {
+	local c q
+	for c in /sys/class/nvme/nvme*; do
+		read -r q < "$c/subsysnqn" 2>/dev/null || continue
+		[ "$q" = "$1" ] && echo "/dev/${c##*/}" && return 0
+	done
+	return 1
+}
+
+# ns_blocks DEV: the logical block size and the size in bytes of DEV.
+ns_blocks() {
+	local lbs sectors
+	read -r lbs < "/sys/block/${1#/dev/}/queue/logical_block_size"
+	read -r sectors < "/sys/block/${1#/dev/}/size"
+	echo "$lbs $((sectors * 512))"
+}
+
+ns_formats() {
+	# ns_formats NQN NSID:LBS:BYTES...: subsystem NQN's namespaces have
+	# these logical block sizes and sizes, and Identify Namespace's LBA
+	# format in use has that data size
+	local nqn=$1 spec d nsid lbs bytes got lbads
+	shift
+	for spec in "$@"; do
+		IFS=: read -r nsid lbs bytes <<<"$spec"
+		d=$(nsdev "$nqn" "$nsid")
+		check "namespace $nsid is there (${d:-none})" test -n "$d" || continue
+		got=$(ns_blocks "$d")
+		check "namespace $nsid: $lbs-byte blocks, $bytes bytes ($got)" \
+			test "$got" = "$lbs $bytes"
+		lbads=$(nvme id-ns "$d" | sed -n 's/.*lbads:\([0-9]*\) .*(in use).*/\1/p')
+		check "namespace $nsid: LBA format in use: 2^${lbads:-?} bytes" \
+			test "$((1 << ${lbads:-0}))" = "$lbs"
+	done
+}
+
+ns_stamp() {
+	# ns_stamp NQN NSID SEED MIB: fio writes MIB MiB sequentially from the
+	# start of namespace NSID (random data from SEED, each block with a
+	# verify header) and verifies it; the host verifies it again on the
+	# backing device once the guest is gone (fio --verify_only)
+	local d rc
+	d=$(nsdev "$1" "$2")
+	cd /tmp || return
+	fio --name=stamp --filename="$d" --direct=1 --ioengine=io_uring \
+		--rw=write --bs=4k --iodepth=8 --size="$4M" --randseed="$3" \
+		--verify=$fio_hash --do_verify=1 --verify_state_save=0 \
+		--output-format=terse --terse-version=3 --output=/tmp/fio.out \
+		> /tmp/fio.err 2>&1
+	rc=$?
+	print_file /tmp/fio.err
+	check "fio wrote and verified $4 MiB on namespace $2 ($d): status $rc" \
+		test $rc -eq 0
+	check "fio on namespace $2 reported 0 errors" \
+		test "$(fio_errors /tmp/fio.out)" = 0
+}
+
+ns_mkfs() {
+	# ns_mkfs NQN NSID: mkfs_write on namespace NSID (the host mounts it
+	# once the guest is gone)
+	dev=$(nsdev "$1" "$2") mkfs_write
+}
+
+ns_changed() {
+	# the namespaces as ns_changes expects them (NQN BYTES)
+	local d
+	d=$(nsdev "$1" 1) && [ "$(ns_blocks "$d")" = "512 $2" ] &&
+		! nsdev "$1" 2 > /dev/null && nsdev "$1" 5 > /dev/null
+}
+
+ns_changes() {
+	# ns_changes NQN BYTES: says "ns-ready" in the run directory; the host
+	# adds namespace 5, disables and removes namespace 2 and grows
+	# namespace 1 to BYTES (its backing device, then revalidate_size).
+	# The nvme driver sees it all from Namespace Attribute Changed events,
+	# with no reset; the new namespace does I/O and the grown end of
+	# namespace 1 reads
+	local nqn=$1 s d c st
+	c=$(ctrldev "$nqn")
+	: > /run/nvmet-mdev/ns-ready
+	s=$(wait_for 300 ns_changed "$nqn" "$2")
+	check "the guest saw the namespace changes (after ${s%%$'\n'*} s)" \
+		ns_changed "$nqn" "$2"
+	check "namespace 5 came" nsdev "$nqn" 5
+	check "namespace 2 went" eval '! nsdev "$nqn" 2'
+	d=$(nsdev "$nqn" 1)
+	check "namespace 1 grew to $2 bytes ($(ns_blocks "$d"))" \
+		test "$(ns_blocks "$d")" = "512 $2"
+	read -r st < "/sys/class/nvme/${c#/dev/}/state"
+	check "the controller stayed live ($st)" test "$st" = live
+	check "the grown end of namespace 1 reads" dd if="$d" of=/dev/null \
+		bs=4k skip=$(($2 / 4096 - 1)) count=1 iflag=direct status=none
+	dev=$(nsdev "$nqn" 5) fio_verify 4k 4 1
+}
+
+passthru_refused() {
+	# passthru_refused NQN: the controller of subsystem NQN (nvmet in
+	# passthru mode, which PCI transports refuse) never comes up: the
+	# nvme driver gives it up, and the guest goes on
+	local c st=gone
+	c=$(ctrldev "$1")
+	[ -n "$c" ] && read -r st < "/sys/class/nvme/${c#/dev/}/state"
+	check "the passthru subsystem's controller is not live (${c:-none}: $st)" \
+		test "$st" != live
+}
+
+remote_io() {
+	# remote_io NQN NSID: fio writes and verifies on namespace NSID (backed
+	# by an NVMe/TCP namespace in the host VM) and says "remote-io" in the
+	# run directory; the host cuts the TCP path for a few seconds, and once
+	# its NVMe/TCP controller has reconnected says "remote-back"; fio's I/O
+	# flows on and verifies with no error
+	local fpid fbase dev
+	dev=$(nsdev "$1" "$2")
+	cd /tmp || return
+	dmesg -C
+	verify_bg remote
+	verify_flows "the remote path's loss"
+	: > /run/nvmet-mdev/remote-io
+	wait_for 600 test -e /run/nvmet-mdev/remote-back > /dev/null
+	check "the host says the remote path is back" \
+		test -e /run/nvmet-mdev/remote-back
+	verify_end "the remote path's loss"
+	dmesg_clean "across the remote path's loss"
+}
+
+pin_read() {
+	# pin_read MIB ok|fail: read MIB MiB of the namespace through the page
+	# cache (its pages all over the guest's memory, each pinned once the
+	# device has written to it): it works, or fails with an I/O error
+	local rc
+	echo 3 > /proc/sys/vm/drop_caches
+	dd if=$dev of=/dev/null bs=1M count="$1" status=none 2> /tmp/dd.err
+	rc=$?
+	print_file /tmp/dd.err
+	if [ "$2" = ok ]; then
+		check "reading $1 MiB through the page cache works (status $rc)" \
+			test $rc -eq 0
+	else
+		check "reading $1 MiB through the page cache fails with an I/O error (status $rc)" \
+			eval 'test $rc -ne 0 && grep -q "Input/output error" /tmp/dd.err'
+	fi
+}
+
+# resv_write: write block 0 with nvme-cli (its status in /tmp/resv.out).
+resv_write() {
+	head -c 4096 /dev/urandom > /tmp/blk
+	nvme write $dev --start-block=0 --block-count=0 --data-size=4096 \
+		--data=/tmp/blk > /tmp/resv.out 2>&1
+}
+
+resv_holder() {
+	# resv_holder KEY: register KEY, acquire a Write Exclusive reservation,
+	# write; say "held" in the run directory; once the host says "release",
+	# release it and say "released"; once the host says "bye" (it has seen
+	# "released": this guest's run directory goes when it powers off),
+	# unregister
+	check "register key $1" nvme resv-register $dev --namespace-id=1 \
+		--nrkey="$1" --rrega=0
+	check "acquire a Write Exclusive reservation" nvme resv-acquire $dev \
+		--namespace-id=1 --crkey="$1" --rtype=1 --racqa=0
+	check "the holder writes" resv_write
+	: > /run/nvmet-mdev/held
+	wait_for 900 test -e /run/nvmet-mdev/release > /dev/null
+	check "release the reservation" nvme resv-release $dev --namespace-id=1 \
+		--crkey="$1" --rtype=1 --rrela=0
+	: > /run/nvmet-mdev/released
+	wait_for 900 test -e /run/nvmet-mdev/bye > /dev/null
+	check "unregister" nvme resv-register $dev --namespace-id=1 \
+		--crkey="$1" --rrega=1
+}
+
+resv_other() {
+	# resv_other KEY HOLDER_HOSTID: (started once the other guest holds its
+	# reservation) register KEY; the report shows it holding a Write Exclusive
+	# reservation; a write fails with Reservation Conflict, a read works;
+	# say "refused"; once the host says "released", the write works
+	local hostid=${2//-/}
+	check "register key $1" nvme resv-register $dev --namespace-id=1 \
+		--nrkey="$1" --rrega=0
+	nvme resv-report $dev --namespace-id=1 --eds > /tmp/report 2>&1
+	print_file /tmp/report
+	check "the report shows a Write Exclusive reservation" \
+		grep -qiE "^ *rtype *: *1 *$" /tmp/report
+	check "and two registrants" grep -qiE "^ *regctl *: *2 *$" /tmp/report
+	check "the holder's host identifier is its mdev's UUID ($hostid)" \
+		grep -qi "hostid *: *$hostid" /tmp/report
+	resv_write
+	print_file /tmp/resv.out
+	check "the other host's write is refused: Reservation Conflict" \
+		grep -qi "reservation conflict" /tmp/resv.out
+	check "its read works" dd if=$dev of=/dev/null bs=4k count=1 \
+		iflag=direct status=none
+	: > /run/nvmet-mdev/refused
+	wait_for 900 test -e /run/nvmet-mdev/released > /dev/null
+	check "once released, its write works" resv_write
+	print_file /tmp/resv.out
+	check "unregister" nvme resv-register $dev --namespace-id=1 \
+		--crkey="$1" --rrega=1
+}
+
 vm_limited() {
 	# vm_limited: fio writes and verifies (verify_bg) while the host
 	# limits the CPU and the I/O of this guest's QEMU: says "io" in the
