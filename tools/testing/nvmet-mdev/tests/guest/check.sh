@@ -737,15 +737,42 @@ ns_changes() {
 	dev=$(nsdev "$nqn" 5) fio_verify 4k 4 1
 }
 
-passthru_refused() {
-	# passthru_refused NQN: the controller of subsystem NQN (nvmet in
-	# passthru mode, which PCI transports refuse) never comes up: the
-	# nvme driver gives it up, and the guest goes on
-	local c st=gone
+passthru_io() {
+	# passthru_io NQN SERIAL SEED: the controller of subsystem NQN (nvmet
+	# in passthru mode over the host VM's QEMU NVMe controller) is live and
+	# identifies as that controller; fio verifies on its namespace 1 and
+	# ns_stamp writes 8 MiB from SEED (the host verifies them on the real
+	# namespace); discard, a feature with data (Timestamp) and a log page
+	# pass through; vendor specific commands, whose data nvmet cannot
+	# know, are refused with Invalid Command Opcode (opcodes that read
+	# data: nvme-cli reads the data of the others from its stdin)
+	local c st d out
 	c=$(ctrldev "$1")
-	[ -n "$c" ] && read -r st < "/sys/class/nvme/${c#/dev/}/state"
-	check "the passthru subsystem's controller is not live (${c:-none}: $st)" \
-		test "$st" != live
+	check "the passthru subsystem's controller is there (${c:-none})" \
+		test -n "$c" || return
+	read -r st < "/sys/class/nvme/${c#/dev/}/state"
+	check "it is live ($st)" test "$st" = live
+	out=$(nvme id-ctrl "$c")
+	check "it identifies as the passthru controller: model QEMU NVMe Ctrl" \
+		grep -q "^mn *: QEMU NVMe Ctrl" <<<"$out"
+	check "and serial number $2 ($(grep -m1 "^sn" <<<"$out" | tr -s " "))" \
+		grep -q "^sn *: $2 *\$" <<<"$out"
+	d=$(nsdev "$1" 1)
+	check "its namespace 1 is there (${d:-none})" test -n "$d" || return
+	dev=$d fio_verify 4k 8 2
+	ns_stamp "$1" 1 "$3" 8
+	check "discard passes through" \
+		blkdiscard -o $((64 << 20)) -l $((1 << 20)) "$d"
+	check "Get Features Timestamp (8 bytes of data) passes through" \
+		nvme get-feature "$c" --feature-id=0x0e
+	check "the SMART / Health log passes through" nvme smart-log "$c"
+	out=$(nvme admin-passthru "$c" --opcode=0xc2 --data-len=4096 -r 2>&1)
+	check "a vendor specific admin command is refused: ${out//$'\n'/ }" \
+		grep -qi "opcode" <<<"$out"
+	out=$(nvme io-passthru "$d" --opcode=0x82 --namespace-id=1 \
+		--data-len=4096 -r 2>&1)
+	check "a vendor specific I/O command is refused: ${out//$'\n'/ }" \
+		grep -qi "opcode" <<<"$out"
 }
 
 remote_io() {
