@@ -832,7 +832,10 @@ resv_holder() {
 		--namespace-id=1 --crkey="$1" --rtype=1 --racqa=0
 	check "the holder writes" resv_write
 	: > /run/nvmet-mdev/held
-	wait_for 900 test -e /run/nvmet-mdev/release > /dev/null
+	# longer than the host waits for the other guest (24-guest-reservations)
+	wait_for 1800 test -e /run/nvmet-mdev/release > /dev/null
+	check "the host said release while the reservation was held" \
+		test -e /run/nvmet-mdev/release
 	check "release the reservation" nvme resv-release $dev --namespace-id=1 \
 		--crkey="$1" --rtype=1 --rrela=0
 	: > /run/nvmet-mdev/released
