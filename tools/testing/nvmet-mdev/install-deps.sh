@@ -10,6 +10,11 @@
 # system already uses, as one file in /etc/apt/sources.list.d unless a
 # source for it is configured already; nothing else of apt's configuration
 # is touched.  QEMU 7.2 has no iommufd backend and no VFIO migration v2.
+#
+# nvmetcli is packaged in Debian's unstable suite only (0.9, all
+# architectures, Python): its package is fetched from there through a
+# private apt configuration (private-apt.sh) and installed with dpkg, its
+# one dependency from the release.
 set -euo pipefail
 
 pkgs=(
@@ -18,7 +23,7 @@ pkgs=(
 	ccache sparse dwarves python3 rsync perl
 	# VM harness and tests inside it
 	busybox-static e2fsprogs util-linux procps gdb
-	nvme-cli fio mdevctl iproute2 pciutils udev
+	nvme-cli fio mdevctl iproute2 pciutils udev python3-configshell-fb
 )
 # Package, lowest version: QEMU runs the TCG host VM and the nested KVM
 # guests; 13-libvirt runs its own libvirtd in the host VM (no
@@ -57,9 +62,12 @@ done
 for pv in "${virt[@]}"; do
 	new_enough "$pv" || virt_missing+=("${pv%%:*}")
 done
-[ ${#missing[@]} -eq 0 ] && [ ${#virt_missing[@]} -eq 0 ] && exit 0
+nvmetcli=
+[ -n "$(installed nvmetcli)" ] || nvmetcli=nvmetcli
+[ ${#missing[@]} -eq 0 ] && [ ${#virt_missing[@]} -eq 0 ] && [ -z "$nvmetcli" ] &&
+	exit 0
 
-echo "install-deps: installing ${missing[*]} ${virt_missing[*]}"
+echo "install-deps: installing ${missing[*]} ${virt_missing[*]} $nvmetcli"
 [ "$(id -u)" -eq 0 ] || { echo "install-deps: run as root (or sudo make deps)" >&2; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
 
@@ -91,6 +99,14 @@ apt-get -q update
 	apt-get -q install -y --no-install-recommends "${missing[@]}"
 [ ${#virt_missing[@]} -eq 0 ] ||
 	apt-get -q install -y --no-install-recommends "${virt_missing[@]/%/$suffix}"
+
+if [ -n "$nvmetcli" ]; then
+	tmp=$(mktemp -d)
+	conf=$("$(dirname "$0")"/private-apt.sh "$tmp" deb unstable any-age)
+	(cd "$tmp" && APT_CONFIG=$conf apt-get -q download nvmetcli)
+	dpkg -i "$tmp"/nvmetcli_*_all.deb
+	rm -rf "$tmp"
+fi
 
 for pv in "${virt[@]}"; do
 	new_enough "$pv" ||

@@ -5,7 +5,9 @@
 # removed through sysfs; mdevctl sees them, starts and stops them, and
 # starts a defined (persistent) one with its tunables set through
 # --addattr; removing the port removes it all, and one defined with
-# --auto comes back when the port is made again (udev and mdevctl's rule).
+# --auto comes back when the port is made again (udev and mdevctl's rule):
+# the configuration saved with nvmetcli save, cleared with nvmetcli clear
+# and brought back with nvmetcli restore, which round-trips it.
 . "$(dirname "$0")/../lib.sh"
 nqn=nqn.2026-11.org.example:sysfs
 setup_default 1 $nqn /tmp/ns1.img || die "nvmet setup"
@@ -92,12 +94,21 @@ tap_ok "a referral takes addr_trtype tcp" \
 	eval "echo tcp > $r/addr_trtype && grep -qx tcp $r/addr_trtype"
 rmdir "$r"
 
-unlink_subsys 1 $nqn
-rmdir "$NVMET_CFS/ports/1"
+# The configuration saved, and all of nvmet's cleared.
+cfg=/tmp/nvmet.json
+tap_ok "nvmetcli save" nvmetcli save $cfg
+tap_ok "it saved the mdev port with its subsystem" python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+p = [p for p in c["ports"] if p["portid"] == 1][0]
+assert p["addr"]["trtype"] == "mdev" and p["subsystems"] == [sys.argv[2]]
+' $cfg $nqn
+tap_ok "nvmetcli clear" nvmetcli clear
 # The parent goes away asynchronously (its mdevs could still be open).
 for _ in $(seq 50); do [ -e "$parent" ] || break; sleep 0.2; done
 tap_ok "removing the port removes the parent" test ! -e "$parent"
 tap_ok "... and its mdevs" test ! -e "/sys/bus/mdev/devices/$uuid"
+tap_ok "... and nvmetcli clear removed the subsystem" test ! -e "$NVMET_CFS/subsystems/$nqn"
 
 # The port made again: its parent's registration ("change" uevent,
 # MDEV_STATE=registered) makes udev run mdevctl's rule, which starts the
@@ -114,12 +125,18 @@ if [ ! -x /usr/sbin/mdevctl ] && grep -q /usr/sbin/mdevctl $rules; then
 		> /run/udev/rules.d/60-mdevctl.rules
 fi
 /lib/systemd/systemd-udevd --daemon --resolve-names=never || die "udevd"
-make_port 1 && link_subsys 1 $nqn || die "port 1 again"
+tap_ok "nvmetcli restore" nvmetcli restore $cfg
 a=/sys/bus/mdev/devices/$u4
 for ((i = 0; i < 100; i++)); do [ -e $a ] && break; pause 0.2; done
 tap_ok "the --auto mdev is started when its port comes back ($((i / 5)) s)" \
 	test -e $a
 tap_ok "with its poll_idle_us" grep -qx 300 $a/poll_idle_us
+tap_ok "the restored namespace is enabled on its file" eval \
+	"grep -qx /tmp/ns1.img $NVMET_CFS/subsystems/$nqn/namespaces/1/device_path &&
+	grep -qx 1 $NVMET_CFS/subsystems/$nqn/namespaces/1/enable"
+nvmetcli save $cfg.2
+tap_ok "nvmetcli save again: the same configuration" cmp -s $cfg $cfg.2
+cmp -s $cfg $cfg.2 || diff $cfg $cfg.2 | sed 's/^/# /'
 udevadm control --exit
 tap_ok "mdevctl stop, undefine it" \
 	eval "mdevctl stop -u $u4 && mdevctl undefine -u $u4"
