@@ -129,6 +129,8 @@ static void nvmet_mdev_cq_post(struct nvmet_mdev_cq *cq,
 	/* The phase tag must become visible last. */
 	smp_wmb();
 	WRITE_ONCE(cqe->status, iod->cqe.status | cpu_to_le16(cq->phase));
+	nvmet_mdev_dirty_mark(cq->ctrl, cq->iova + cq->tail * sizeof(*cqe),
+			      sizeof(*cqe));
 	nvmet_mdev_stat_add(cq->ctrl, NVMET_MDEV_STAT_COMPLETIONS, 1);
 
 	if (nvmet_pci_ring_advance(&cq->tail, cq->size))

@@ -379,8 +379,11 @@ static inline void nvmet_mdev_eventidx_write(struct nvmet_mdev_ctrl *ctrl,
 {
 	__le32 *eidx = READ_ONCE(ctrl->dp->eidx);
 
-	if (eidx && nvmet_mdev_bus_master(ctrl))
+	if (eidx && nvmet_mdev_bus_master(ctrl)) {
 		WRITE_ONCE(eidx[idx], cpu_to_le32(val));
+		nvmet_mdev_dirty_mark(ctrl, ctrl->dp->dbbuf_ei.iova +
+				      idx * sizeof(*eidx), sizeof(*eidx));
+	}
 }
 
 #endif /* _NVMET_MDEV_DATAPATH_H */

@@ -54,3 +54,4 @@ module_exit(nvmet_mdev_exit);
 MODULE_DESCRIPTION("NVMe target vfio mediated device transport");
 MODULE_LICENSE("GPL");
 MODULE_ALIAS("nvmet-transport-256");
+MODULE_IMPORT_NS("IOMMUFD");

@@ -22,6 +22,7 @@
  *   mem.c      guest memory: pin cache, ring and buffer mappings (it calls
  *              no other file: ctrl.c handles dma_unmap)
  *   prp.c      PRP and SGL translation into scatterlists over guest pages
+ *   dirty.c    dirty page logging (vfio_log_ops): the guest pages written
  *   debugfs.c  per-mdev event counters
  *   model.h    the device model a guest sees (IDs, BARs) and the limits
  *
@@ -29,7 +30,7 @@
  *   device model  vfio.c, pci.c, params.c
  *   controller    regs.c, ctrl.c
  *   data path     doorbell.c, sq.c, cq.c, prp.c
- *   guest memory  mem.c
+ *   guest memory  mem.c, dirty.c
  * irq.c (interrupt signalling), port.c and debugfs.c call none of these;
  * the data path reports a controller fatal status by setting CSTS.CFS
  * (datapath.h), and guest memory knows nothing of what uses it.
@@ -42,6 +43,7 @@
 #include <linux/mutex.h>
 #include <linux/nvme.h>
 #include <linux/pci_regs.h>
+#include <linux/rcupdate.h>
 #include <linux/percpu.h>
 #include <linux/vfio.h>
 #include <linux/xarray.h>
@@ -50,6 +52,7 @@
 #include "model.h"
 
 struct nvmet_mdev_ctrl;
+struct nvmet_mdev_dirty;
 struct nvmet_mdev_sq;
 struct nvmet_mdev_cq;
 struct nvmet_mdev_dp;
@@ -260,6 +263,10 @@ struct nvmet_mdev_ctrl {
 	/* queues, pins, shadow doorbells: see datapath.h */
 	struct nvmet_mdev_dp	*dp;
 
+	/* dirty page logging (dirty.c): the log, set and freed under the lock */
+	struct mutex		dirty_lock;
+	struct nvmet_mdev_dirty __rcu *dirty;
+
 	struct nvmet_mdev_stats __percpu *stats;	/* debugfs.c */
 	struct dentry		*debugfs;
 };
@@ -284,6 +291,25 @@ static inline bool nvmet_mdev_bus_master(struct nvmet_mdev_ctrl *ctrl)
 static inline struct nvmet_mdev_ctrl *vdev_to_ctrl(struct vfio_device *vdev)
 {
 	return container_of(vdev, struct nvmet_mdev_ctrl, vdev);
+}
+
+/* ------------------------------------------------------------------ */
+/* dirty.c: dirty page logging                                         */
+
+extern const struct vfio_log_ops nvmet_mdev_log_ops;
+/* Stop logging, free the log (vfio_log_ops.log_stop, and at close). */
+int nvmet_mdev_log_stop(struct vfio_device *vdev);
+void __nvmet_mdev_dirty_mark(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 len);
+
+/*
+ * The device wrote guest memory [@iova, @iova + @len): log it for a
+ * migration, if one logs.  Any context, after the write.
+ */
+static inline void nvmet_mdev_dirty_mark(struct nvmet_mdev_ctrl *ctrl,
+					 u64 iova, u64 len)
+{
+	if (unlikely(rcu_access_pointer(ctrl->dirty)))
+		__nvmet_mdev_dirty_mark(ctrl, iova, len);
 }
 
 /* ------------------------------------------------------------------ */

@@ -9,7 +9,9 @@
  * 0), at most NVMET_MDEV_MAX_SGL_DESCS data blocks and segments, and data
  * blocks dword aligned in address and length: the buffers go to the block
  * layer as they are.  PRP lists and SGL segments are read out of guest
- * memory once.  All of it runs in the SQ's thread.
+ * memory once.  All of it runs in the SQ's thread.  Each scatterlist
+ * entry's DMA address is the guest IOVA of its data, the emulated
+ * device's bus address, for the dirty page log (dirty.c).
  */
 
 #include "../pci-common.h"
@@ -35,7 +37,8 @@ static int nvmet_mdev_sg_add(struct nvmet_mdev_sgb *b, u64 iova, u32 len)
 
 	/* Merge with the previous entry if contiguous in the same page. */
 	if (b->sg && sg_page(b->sg) == page &&
-	    b->sg->offset + b->sg->length == off) {
+	    b->sg->offset + b->sg->length == off &&
+	    sg_dma_address(b->sg) + b->sg->length == iova) {
 		b->sg->length += len;
 		return 0;
 	}
@@ -44,6 +47,7 @@ static int nvmet_mdev_sg_add(struct nvmet_mdev_sgb *b, u64 iova, u32 len)
 		return -EINVAL;
 	b->sg = b->sg ? sg_next(b->sg) : b->iod->sgt.sgl;
 	sg_set_page(b->sg, page, len, off);
+	sg_dma_address(b->sg) = iova;
 	b->nents++;
 	return 0;
 }
@@ -196,16 +200,35 @@ u16 nvmet_mdev_map_data(struct nvmet_mdev_iod *iod, size_t len)
 	return NVME_SC_SUCCESS;
 }
 
+/*
+ * Log the data pages of a command the device may have written: all but
+ * host to controller transfers (opcode bits 1:0 01b).
+ */
+static void nvmet_mdev_data_dirty(struct nvmet_mdev_iod *iod)
+{
+	struct nvmet_mdev_ctrl *ctrl = iod->sq->ctrl;
+	struct scatterlist *sg;
+	int i;
+
+	if (likely(!rcu_access_pointer(ctrl->dirty)) ||
+	    (iod->cmd.common.opcode & 3) == 1)
+		return;
+	for_each_sg(iod->req.sg, sg, iod->req.sg_cnt, i)
+		nvmet_mdev_dirty_mark(ctrl, sg_dma_address(sg), sg->length);
+}
+
 /**
  * nvmet_mdev_unmap_data() - release the scatterlist of a command
  * @iod: the command; any context
  *
- * The pages themselves stay in the pin cache.
+ * The pages themselves stay in the pin cache; those the device may have
+ * written are logged dirty.
  */
 void nvmet_mdev_unmap_data(struct nvmet_mdev_iod *iod)
 {
 	if (!iod->has_data)
 		return;
+	nvmet_mdev_data_dirty(iod);
 	sg_free_table_chained(&iod->sgt, NVMET_MDEV_INLINE_SG);
 	iod->has_data = false;
 	iod->req.sg = NULL;

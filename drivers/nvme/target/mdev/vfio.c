@@ -283,6 +283,8 @@ static int nvmet_mdev_init_dev(struct vfio_device *vdev)
 	if (!ctrl->stats)
 		return -ENOMEM;
 	mutex_init(&ctrl->lock);
+	mutex_init(&ctrl->dirty_lock);
+	vdev->log_ops = &nvmet_mdev_log_ops;
 	nvmet_mdev_irq_init(ctrl);
 
 	nvmet_mdev_params_init(&ctrl->params);
@@ -313,6 +315,7 @@ static void nvmet_mdev_release_dev(struct vfio_device *vdev)
 	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
 
 	nvmet_mdev_ctrl_uninit(ctrl);
+	mutex_destroy(&ctrl->dirty_lock);
 	mutex_destroy(&ctrl->lock);
 	free_percpu(ctrl->stats);
 }
@@ -351,6 +354,8 @@ static void nvmet_mdev_close_device(struct vfio_device *vdev)
 	nvmet_mdev_irq_release_all(ctrl);
 	ctrl->open = false;
 	mutex_unlock(&ctrl->lock);
+	/* the data path has stopped: no more writes to log */
+	nvmet_mdev_log_stop(vdev);
 }
 
 static void nvmet_mdev_request(struct vfio_device *vdev, unsigned int count)
