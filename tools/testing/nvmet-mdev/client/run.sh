@@ -15,7 +15,8 @@
 #           the default, what a guest does), through the trapped region path
 #           (pwrite), or every program both ways (both)
 # -t        run only these programs (regs_test, admin_test, io_test,
-#           irq_test, hostile_test, fuzz_test, lifecycle_test); repeatable
+#           irq_test, hostile_test, fuzz_test, migration_test,
+#           lifecycle_test); repeatable
 # -o        where the built programs are (default: out/ next to this script;
 #           build them with "make" first, outside the read-only VM)
 #
@@ -52,7 +53,8 @@ shift $((OPTIND - 1))
 uuid=$1
 backing=${2:-}
 [ ${#progs[@]} -gt 0 ] ||
-	progs=(regs_test admin_test io_test irq_test hostile_test fuzz_test lifecycle_test)
+	progs=(regs_test admin_test io_test irq_test hostile_test fuzz_test
+	       migration_test lifecycle_test)
 
 export NVMET_MDEV_UUID=$uuid
 if [ -n "$backing" ]; then

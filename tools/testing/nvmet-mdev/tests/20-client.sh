@@ -30,6 +30,7 @@ echo on > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap"
 # budgets (memory, idle CPU, pinned pages, kernel log).
 c=$NVMET_MDEV_HARNESS/client/run.sh
 tap_run "$c" -b "$b" -t regs_test -t admin_test -t io_test -t irq_test \
+	-t migration_test \
 	-t hostile_test "$uuid" /tmp/client.img
 export NVMET_MDEV_FUZZ_CMDS=${NVMET_MDEV_FUZZ_CMDS:-20000}
 export NVMET_MDEV_FUZZ_WRITES=${NVMET_MDEV_FUZZ_WRITES:-2000}
