@@ -77,7 +77,7 @@ removal=$SECONDS
 # not gone past vfio_unregister_group_dev() (the debugfs directory).
 removal_waits() {
 	local st
-	read -r _ _ st _ < "/proc/$rp/stat" 2>/dev/null &&
+	read -r _ _ st _ 2>/dev/null < "/proc/$rp/stat" &&
 		[ "$st" != Z ] && [ -d "/sys/kernel/debug/nvmet-mdev/$u" ]
 }
 for d in /tmp/lv/*/; do

@@ -54,7 +54,7 @@ threads() {
 threads_ticks() {
 	local p f sum=0
 	for p in $(threads); do
-		read -ra f < "/proc/$p/stat" 2>/dev/null || continue
+		read -ra f 2>/dev/null < "/proc/$p/stat" || continue
 		sum=$((sum + f[13] + f[14]))
 	done
 	echo $sum

@@ -346,7 +346,7 @@ ack_end() {
 	acked=0
 	kill -9 $apid 2>/dev/null
 	for ((i = 0; i < 60; i++)); do
-		read -r _ _ st _ < "/proc/$apid/stat" 2>/dev/null || st=Z
+		read -r _ _ st _ 2>/dev/null < "/proc/$apid/stat" || st=Z
 		[ "$st" = Z ] || [ "$st" = D ] && break
 		tick 0.5
 	done
