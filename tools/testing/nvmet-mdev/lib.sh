@@ -354,6 +354,17 @@ guest_stuck() {
 	done
 }
 
+# guest_tell RUN NAME: tell the guests whose TMPDIR is RUN NAME (check.sh
+# waits for /run/nvmet-mdev/NAME, which is NAME in the guest's run
+# directory).
+guest_tell() {
+	local d
+	for d in "$1"/nvmet-mdev-vm.*; do
+		[ -d "$d" ] && touch "$d/$2"
+	done
+	return 0
+}
+
 # guest_said RUN PID NAME SECONDS: within SECONDS, while the guest's vm.sh
 # (PID) runs, the guest said NAME in its run directory (under RUN, its
 # TMPDIR; check.sh writes /run/nvmet-mdev/NAME).

@@ -76,9 +76,8 @@ TMPDIR=/tmp/g2 NVMET_MDEV_GUEST_TIMEOUT=$((3 * NVMET_MDEV_GUEST_TIMEOUT)) \
 	> /tmp/g2.out 2>/tmp/g2.err &
 p2=$!
 wait_up /tmp/g2 $p2
-for d in /tmp/g1/* /tmp/g2/*; do
-	[ -d "$d" ] && touch "$d/go"
-done
+guest_tell /tmp/g1 go
+guest_tell /tmp/g2 go
 wait $p1; r1=$?
 wait $p2; r2=$?
 # What vm.sh said of each guest (its stderr also has the guest's console,

@@ -165,9 +165,7 @@ if guest_said $run $gpid remote-io 900; then
 	done
 	tap_ok "the host VM's NVMe/TCP controller reconnected (within $((i + 1)) s)" \
 		test "$(cat /sys/class/nvme/$rctrl/state)" = live
-	for d in $run/nvmet-mdev-vm.*; do
-		[ -d "$d" ] && touch "$d/remote-back"
-	done
+	guest_tell $run remote-back
 else
 	tap_ok "the guest got to the remote I/O" false
 fi

@@ -24,13 +24,6 @@ ua=$(create_mdev 1) || die "create mdev a"
 ub=$(create_mdev 1) || die "create mdev b"
 pins0=$(foll_pins)
 
-# say DIR NAME: tell the guest whose TMPDIR is DIR.
-say() {
-	local d
-	for d in "$1"/nvmet-mdev-vm.*; do
-		[ -d "$d" ] && touch "$d/$2"
-	done
-}
 rm -rf /tmp/ga /tmp/gb
 mkdir -p /tmp/ga /tmp/gb
 export NVMET_MDEV_GUEST_TIMEOUT=2400
@@ -45,10 +38,10 @@ if guest_said /tmp/ga $pa held 1500; then
 	# On, whatever a guest said: one that failed a step still ends.  A
 	# waits longer than this for "release" (resv_holder).
 	guest_said /tmp/gb $pb refused 1500
-	say /tmp/ga release
+	guest_tell /tmp/ga release
 	guest_said /tmp/ga $pa released 600
-	say /tmp/gb released
-	say /tmp/ga bye
+	guest_tell /tmp/gb released
+	guest_tell /tmp/ga bye
 fi
 for x in a b; do
 	p=$pa
