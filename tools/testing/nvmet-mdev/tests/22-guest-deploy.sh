@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The storage operators put behind a VM, seen by one guest through two
-# mdevs (Documentation/nvme/mdev.rst, "Deployments"):
+# The storage operators put behind a VM, seen by one guest
+# (Documentation/nvme/mdev.rst, "Deployments"; nvmet passthru is
+# 25-guest-passthru):
 #  - subsystem "deploy": namespace 1 a loop device with 512-byte sectors,
 #    2 one with 4 KiB sectors, 3 a null_blk device (memory backed), 4 an
 #    NVMe/TCP namespace: the host VM connects to its own nvmet-tcp port on
@@ -17,17 +18,10 @@
 #  - The TCP path is cut for 5 s (the subsystem unlinked from the TCP port)
 #    while fio writes and verifies on namespace 4: the host VM's NVMe/TCP
 #    controller reconnects and the guest's I/O goes on with no error.
-#  - subsystem "pt": nvmet in passthru mode over the host VM's emulated
-#    NVMe controller (patches/0029): the guest's controller identifies as
-#    that controller, fio verifies on its namespace, and the host reads
-#    the guest's data back from the real namespace; the commands whose
-#    data nvmet cannot know (vendor specific) are refused.
-# nvme: 256M
 # timeout: 2400
 . "$(dirname "$0")/../lib.sh"
 g=$NVMET_MDEV_HARNESS/tests/guest/check.sh
 nqn=nqn.2026-11.org.example:deploy
-ptnqn=nqn.2026-11.org.example:pt
 rnqn=nqn.2026-11.org.example:remote
 hostnqn=nqn.2026-11.org.example:host-vm
 mib=64
@@ -96,42 +90,18 @@ mkdir -p "$sys" && echo 1 > "$sys/attr_allow_any_host" || die "subsystem"
 add_ns 1 "$l512" && add_ns 2 "$l4k" && add_ns 3 $nullb && add_ns 4 "$rdev" ||
 	die "namespaces"
 
-# Subsystem "pt": passthru over the host VM's QEMU NVMe controller.
-qctrl=
-for c in /sys/class/nvme/nvme*; do
-	grep -q '^QEMU NVMe Ctrl' "$c/model" 2>/dev/null && qctrl=${c##*/}
-done
-[ -n "$qctrl" ] || die "no QEMU NVMe controller in the host VM"
-read -r qserial < /sys/class/nvme/$qctrl/serial
-qdev=
-for d in /sys/block/nvme*n1; do
-	cmp -s "$d/device/subsysnqn" /sys/class/nvme/$qctrl/subsysnqn &&
-		qdev=/dev/${d##*/}
-done
-[ -n "$qdev" ] || die "no namespace of $qctrl"
-echo "# passthru over $qctrl ($qserial, namespace $qdev)"
-mkdir -p "$NVMET_CFS/subsystems/$ptnqn"
-echo 1 > "$NVMET_CFS/subsystems/$ptnqn/attr_allow_any_host"
-echo -n /dev/$qctrl > "$NVMET_CFS/subsystems/$ptnqn/passthru/device_path"
-tap_ok "a passthru subsystem over $qctrl" \
-	eval "echo 1 > $NVMET_CFS/subsystems/$ptnqn/passthru/enable"
-
-make_port 1 && link_subsys 1 $nqn && link_subsys 1 $ptnqn || die "mdev port"
-ua=$(create_mdev 1) || die "create mdev a"
-ub=$(create_mdev 1) || die "create mdev b"
-echo $nqn > /sys/bus/mdev/devices/$ua/subsysnqn || die "mdev a subsysnqn"
-echo $ptnqn > /sys/bus/mdev/devices/$ub/subsysnqn || die "mdev b subsysnqn"
+make_port 1 && link_subsys 1 $nqn || die "mdev port"
+ua=$(create_mdev 1) || die "create mdev"
 
 run=/tmp/deploy-run
 rm -rf $run && mkdir -p $run
 pins0=$(foll_pins)
 seed=$((SRANDOM % 1000000 + 1))
-TMPDIR=$run NVMET_MDEV_GUEST_TIMEOUT=1800 run_guest --mdev "$ua" --mdev "$ub" -- \
+TMPDIR=$run NVMET_MDEV_GUEST_TIMEOUT=1800 run_guest --mdev "$ua" -- \
 	$g ns_formats $nqn 1:512:$((mib << 20)) 2:4096:$((mib << 20)) \
 		3:512:$((mib << 20)) 4:4096:$((mib << 20)) \
 	+ ns_stamp $nqn 2 $seed 8 + ns_stamp $nqn 3 $((seed + 1)) 8 \
 	+ ns_mkfs $nqn 1 + ns_changes $nqn $grown \
-	+ passthru_io $ptnqn "$qserial" $((seed + 2)) \
 	+ remote_io $nqn 4 > /tmp/deploy.out &
 gpid=$!
 
@@ -193,10 +163,8 @@ tap_ok "the guest's data on the 4 KiB loop device verifies from the host" \
 	fio_again "$l4k" $seed
 tap_ok "the guest's data on null_blk verifies from the host" \
 	fio_again $nullb $((seed + 1))
-tap_ok "the guest's data through passthru verifies on $qdev" \
-	fio_again "$qdev" $((seed + 2))
 
-for u in "$ua" "$ub"; do remove_mdev "$u"; done
+remove_mdev "$ua"
 released "deploy" $nqn "$pins0"
 rm -f "$NVMET_CFS"/ports/1/subsystems/* && rmdir "$NVMET_CFS/ports/1"
 for n in 1 3 4 5; do
@@ -214,8 +182,6 @@ if mountpoint -q /tmp/mnt; then
 		"$(cat /tmp/mnt/blob.sha256)"
 	umount /tmp/mnt
 fi
-echo 0 > "$NVMET_CFS/subsystems/$ptnqn/passthru/enable"
-rmdir "$NVMET_CFS/subsystems/$ptnqn"
 tap_ok "nvme disconnect from the NVMe/TCP subsystem" nvme disconnect -n $rnqn
 rm -f "$tport/subsystems/$rnqn" && rmdir $tport
 echo 0 > "$NVMET_CFS/subsystems/$rnqn/namespaces/1/enable"

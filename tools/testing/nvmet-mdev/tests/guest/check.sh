@@ -741,7 +741,7 @@ passthru_io() {
 	# passthru_io NQN SERIAL SEED: the controller of subsystem NQN (nvmet
 	# in passthru mode over the host VM's QEMU NVMe controller) is live and
 	# identifies as that controller; fio verifies on its namespace 1 and
-	# ns_stamp writes 8 MiB from SEED (the host verifies them on the real
+	# ns_stamp writes 4 MiB from SEED (the host verifies them on the real
 	# namespace); discard, a feature with data (Timestamp) and a log page
 	# pass through; vendor specific commands, whose data nvmet cannot
 	# know, are refused with Invalid Command Opcode (opcodes that read
@@ -759,8 +759,8 @@ passthru_io() {
 		grep -q "^sn *: $2 *\$" <<<"$out"
 	d=$(nsdev "$1" 1)
 	check "its namespace 1 is there (${d:-none})" test -n "$d" || return
-	dev=$d fio_verify 4k 8 2
-	ns_stamp "$1" 1 "$3" 8
+	dev=$d fio_verify 4k 4 2
+	ns_stamp "$1" 1 "$3" 4
 	check "discard passes through" \
 		blkdiscard -o $((64 << 20)) -l $((1 << 20)) "$d"
 	check "Get Features Timestamp (8 bytes of data) passes through" \
