@@ -46,7 +46,7 @@ mkdir $vm || die "make the VM's cgroup"
 threads() {
 	local p c
 	for p in /proc/[0-9]*; do
-		read -r c < "$p/comm" 2>/dev/null || continue
+		read -r c 2>/dev/null < "$p/comm" || continue
 		[[ $c == nvmet-mdev[0-9]*/[0-9]* ]] && echo "${p#/proc/}"
 	done
 }

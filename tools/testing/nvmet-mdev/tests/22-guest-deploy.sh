@@ -71,7 +71,7 @@ nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $rnqn --hostnqn=$hostnqn \
 ctrl_of() {
 	local c q
 	for c in /sys/class/nvme/nvme*; do
-		read -r q < "$c/subsysnqn" 2>/dev/null || continue
+		read -r q 2>/dev/null < "$c/subsysnqn" || continue
 		[ "$q" = "$1" ] && echo "${c##*/}" && return 0
 	done
 	return 1

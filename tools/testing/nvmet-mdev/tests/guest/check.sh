@@ -333,7 +333,7 @@ acks_wait() {
 	n=0
 	for ((i = 0; i < $3 && n < $2; i++)); do
 		tick 1
-		read -r n < "$1" 2>/dev/null || n=0
+		read -r n 2>/dev/null < "$1" || n=0
 	done
 }
 
@@ -439,10 +439,10 @@ fio_end() {
 	fi
 	rc=255
 	for p in /proc/[0-9]*; do
-		read -r _ _ st _ < "$p/stat" 2>/dev/null || continue
-		read -r c < "$p/comm" 2>/dev/null
+		read -r _ _ st _ 2>/dev/null < "$p/stat" || continue
+		read -r c 2>/dev/null < "$p/comm"
 		[ "$st" = D ] || [ "$c" = fio ] || continue
-		read -r w < "$p/wchan" 2>/dev/null
+		read -r w 2>/dev/null < "$p/wchan"
 		[ "$c" = fio ] && why+=" ${p#/proc/} $st ${w:-?}"
 		echo "stuck: ${p#/proc/} $c ($st, ${w:-?}):"
 		print_file "$p/stack" 2>/dev/null
@@ -634,8 +634,8 @@ nsdev() {
 	local d n q
 	for d in /sys/block/nvme*; do
 		[[ ${d##*/} =~ ^nvme[0-9]+n[0-9]+$ ]] || continue
-		read -r n < "$d/nsid" 2>/dev/null || continue
-		read -r q < "$d/device/subsysnqn" 2>/dev/null || continue
+		read -r n 2>/dev/null < "$d/nsid" || continue
+		read -r q 2>/dev/null < "$d/device/subsysnqn" || continue
 		[ "$n" = "$2" ] && [ "$q" = "$1" ] && echo "/dev/${d##*/}" && return 0
 	done
 	return 1
@@ -645,7 +645,7 @@ nsdev() {
 ctrldev() {
 	local c q
 	for c in /sys/class/nvme/nvme*; do
-		read -r q < "$c/subsysnqn" 2>/dev/null || continue
+		read -r q 2>/dev/null < "$c/subsysnqn" || continue
 		[ "$q" = "$1" ] && echo "/dev/${c##*/}" && return 0
 	done
 	return 1
