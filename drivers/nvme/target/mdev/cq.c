@@ -460,7 +460,7 @@ void nvmet_mdev_queue_response(struct nvmet_req *req)
 	if (unlikely(cq->dead)) {
 		spin_unlock_irqrestore(&cq->lock, flags);
 		nvmet_mdev_iod_put(iod);
-		return;
+		goto done;
 	}
 	/*
 	 * Full, or its ring must be mapped again (by a queue thread), or
@@ -474,7 +474,7 @@ void nvmet_mdev_queue_response(struct nvmet_req *req)
 		/* Have the threads watch the CQ head doorbell. */
 		if (nvmet_mdev_bus_master(cq->ctrl))
 			nvmet_mdev_kick_all(cq->ctrl);
-		return;
+		goto done;
 	}
 	nvmet_mdev_cq_post(cq, iod);
 	irq = nvmet_mdev_cq_irq_needed(cq, 1);
@@ -483,6 +483,16 @@ void nvmet_mdev_queue_response(struct nvmet_req *req)
 	nvmet_mdev_iod_put(iod);
 	if (irq)
 		nvmet_mdev_irq_raise(cq->ctrl, cq->vector);
+done:
+	/*
+	 * Posted or parked, its interrupt raised or held: a stopping device
+	 * waits for that (nvmet_mdev_ctrl_stop()).  nvmet still holds the
+	 * SQ here.
+	 */
+	atomic_dec(&sq->busy);
+	smp_mb__after_atomic();	/* busy before stopped, see ctrl_stop */
+	if (unlikely(READ_ONCE(sq->ctrl->stopped)))
+		wake_up(&sq->dp->pause_wq);
 }
 
 /* Post parked completions that fit now (queue thread). */
@@ -569,6 +579,76 @@ void nvmet_mdev_cq_free(struct nvmet_mdev_ctrl *ctrl,
 	if (cq->nvme_cq.ctrl)
 		nvmet_cq_put(&cq->nvme_cq);
 	kfree_rcu(cq, rcu);
+}
+
+/**
+ * nvmet_mdev_cq_quiesce() - a stopped device's moderated interrupts
+ * @cq: the CQ, of a controller stopped (nothing is posted any more)
+ *
+ * Entries posted whose interrupt the CQ still holds (moderation, Interrupt
+ * Coalescing) get it now, held by the stopped device until it runs again
+ * (or carried by a migration); the hold timer would otherwise raise it
+ * later, after the state was saved.
+ */
+void nvmet_mdev_cq_quiesce(struct nvmet_mdev_cq *cq)
+{
+	unsigned long flags;
+	bool irq;
+
+	hrtimer_cancel(&cq->coalesce_timer);
+	spin_lock_irqsave(&cq->lock, flags);
+	irq = cq->nr_coalesced && cq->irq_enabled;
+	cq->nr_coalesced = 0;
+	cq->deferred = false;
+	nvmet_mdev_cq_moderate_off(cq, false);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	if (irq)
+		nvmet_mdev_irq_raise(cq->ctrl, cq->vector);
+}
+
+/**
+ * nvmet_mdev_restore_cq() - create a CQ as a migration saved it
+ * @ctrl: the controller, being restored (see nvmet_mdev_restore_sq())
+ * @qid: the CQ's identifier
+ * @size: its entries, checked against CAP.MQES
+ * @iova: its ring
+ * @vector: its interrupt vector, checked
+ * @irq_enabled: whether it interrupts
+ * @tail: the next entry to post, below @size
+ * @head: the last head the guest gave, below @size
+ * @phase: the phase tag of the entries posted at @tail
+ *
+ * Return: the CQ, published, or NULL (no memory, ring not mapped).
+ */
+struct nvmet_mdev_cq *nvmet_mdev_restore_cq(struct nvmet_mdev_ctrl *ctrl,
+					    u16 qid, u16 size, u64 iova,
+					    u16 vector, bool irq_enabled,
+					    u16 tail, u16 head, bool phase)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_mdev_cq *cq;
+
+	cq = nvmet_mdev_cq_alloc(ctrl, qid, size, iova, vector, irq_enabled);
+	if (!cq)
+		return NULL;
+	if (nvmet_mdev_gmap(ctrl, iova, size * sizeof(struct nvme_completion),
+			    &cq->ring))
+		goto free;
+	if (nvmet_cq_create(ctrl->tctrl, &cq->nvme_cq, qid, size))
+		goto free;
+	cq->cqes = cq->ring.vaddr;
+	cq->tail = tail;
+	cq->head = head;
+	cq->phase = phase;
+	mutex_lock(&dp->qlock);
+	rcu_assign_pointer(dp->cqs[qid], cq);
+	mutex_unlock(&dp->qlock);
+	return cq;
+
+free:
+	nvmet_mdev_gunmap(&cq->ring);
+	kfree(cq);
+	return NULL;
 }
 
 u16 nvmet_mdev_create_cq(struct nvmet_ctrl *tctrl, u16 cqid, u16 flags,

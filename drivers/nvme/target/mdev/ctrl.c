@@ -35,15 +35,16 @@ static bool nvmet_mdev_cc_valid(struct nvmet_mdev_ctrl *ctrl)
 }
 
 /**
- * nvmet_mdev_ctrl_enable() - CC.EN 0 -> 1
+ * nvmet_mdev_ctrl_create() - create the nvmet controller for CC.EN = 1
  * @ctrl: the controller (ctrl->lock held), regs.cc already updated
  *
- * Creates the nvmet controller and the admin queues.  CSTS.RDY is set by
- * the admin queue thread once it has mapped the rings.
+ * Allocates the nvmet controller, enables it and sets up the data path's
+ * limits; no queue yet.
  *
- * Return: 0, or a negative errno after setting CSTS.CFS.
+ * Return: 0, or a negative errno (nothing created, the registers as they
+ * were).
  */
-int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
+int nvmet_mdev_ctrl_create(struct nvmet_mdev_ctrl *ctrl)
 {
 	struct nvmet_alloc_ctrl_args args = {};
 	struct nvmet_mdev_dp *dp = ctrl->dp;
@@ -61,8 +62,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 		dev_info_ratelimited(ctrl->vdev.dev,
 				     "invalid controller configuration cc %#x aqa %#x\n",
 				     ctrl->regs.cc, ctrl->regs.aqa);
-		ret = -EINVAL;
-		goto fatal;
+		return -EINVAL;
 	}
 
 	ret = nvmet_mdev_port_subsysnqn(ctrl->port, ctrl->params.subsysnqn,
@@ -70,7 +70,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 	if (ret) {
 		dev_warn_ratelimited(ctrl->vdev.dev,
 				     "no subsystem to connect to\n");
-		goto fatal;
+		return ret;
 	}
 
 	/* No Connect command, so no queue to authenticate (args.sq). */
@@ -86,8 +86,7 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 		dev_warn_ratelimited(ctrl->vdev.dev,
 				     "cannot create a controller for %s (status %#x)\n",
 				     nqn, args.status);
-		ret = -EINVAL;
-		goto fatal;
+		return -EINVAL;
 	}
 
 	if (tctrl->pi_support) {
@@ -118,10 +117,6 @@ int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
 		ret = -EINVAL;
 		goto clear;
 	}
-
-	ret = nvmet_mdev_start_admin(ctrl);
-	if (ret)
-		goto clear;
 	return 0;
 
 clear:
@@ -129,6 +124,34 @@ clear:
 	nvmet_update_cc(tctrl, 0);
 put:
 	nvmet_ctrl_put(tctrl);
+	return ret;
+}
+
+/**
+ * nvmet_mdev_ctrl_enable() - CC.EN 0 -> 1
+ * @ctrl: the controller (ctrl->lock held), regs.cc already updated
+ *
+ * Creates the nvmet controller and the admin queues.  CSTS.RDY is set by
+ * the admin queue thread once it has mapped the rings.
+ *
+ * Return: 0, or a negative errno after setting CSTS.CFS.
+ */
+int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl)
+{
+	int ret;
+
+	ret = nvmet_mdev_ctrl_create(ctrl);
+	if (ret)
+		goto fatal;
+	ret = nvmet_mdev_start_admin(ctrl);
+	if (ret) {
+		nvmet_update_cc(ctrl->tctrl, 0);
+		nvmet_ctrl_put(ctrl->tctrl);
+		ctrl->tctrl = NULL;
+		goto fatal;
+	}
+	return 0;
+
 fatal:
 	nvmet_mdev_ctrl_fatal(ctrl);
 	return ret;
@@ -321,6 +344,68 @@ void nvmet_mdev_dma_unmap(struct nvmet_mdev_ctrl *ctrl, u64 iova, u64 length)
 	nvmet_mdev_unmap_queues(ctrl, iova, end);
 	nvmet_mdev_unpin_range(ctrl, iova, end);
 	nvmet_mdev_resume(ctrl);
+}
+
+/**
+ * nvmet_mdev_ctrl_stop() - stop the device for a migration
+ * @ctrl: the controller (ctrl->lock held)
+ *
+ * As with bus mastering off, nobody fetches commands, completions wait on
+ * their CQ's parked list and interrupts are held (irq.c); the pause drains
+ * the commands moving data.  Then wait for every other command fetched,
+ * but the Asynchronous Event Requests nvmet keeps until an event comes,
+ * and turn the interrupts the CQs still moderate into held ones: what is
+ * left is a state that no longer changes by itself (an event completing
+ * an AER parks its completion).
+ *
+ * Return: 0, or -EINTR if a fatal signal ended the wait (then running).
+ */
+int nvmet_mdev_ctrl_stop(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_mdev_cq *cq;
+	int qid;
+
+	lockdep_assert_held(&ctrl->lock);
+	WRITE_ONCE(ctrl->stopped, true);
+	/* stopped before the counts: pairs with nvmet_mdev_queue_response() */
+	smp_mb();
+	if (!ctrl->tctrl)
+		return 0;
+
+	nvmet_mdev_pause(ctrl, NULL);
+	nvmet_mdev_resume(ctrl);
+	if (wait_event_killable(dp->pause_wq, nvmet_mdev_quiet(ctrl))) {
+		nvmet_mdev_ctrl_run(ctrl);
+		return -EINTR;
+	}
+
+	for (qid = 0; qid <= NVMET_MDEV_MAX_IO_QUEUES; qid++) {
+		cq = rcu_access_pointer(dp->cqs[qid]);
+		if (cq)
+			nvmet_mdev_cq_quiesce(cq);
+	}
+	return 0;
+}
+
+/**
+ * nvmet_mdev_ctrl_run() - the device runs again
+ * @ctrl: the controller (ctrl->lock held)
+ *
+ * The held interrupts go out and the queue threads post the parked
+ * completions and fetch again, if bus mastering is on.
+ */
+void nvmet_mdev_ctrl_run(struct nvmet_mdev_ctrl *ctrl)
+{
+	lockdep_assert_held(&ctrl->lock);
+	if (!READ_ONCE(ctrl->stopped))
+		return;
+	WRITE_ONCE(ctrl->stopped, false);
+	nvmet_mdev_irq_unmasked(ctrl);
+	if (!nvmet_mdev_bus_master(ctrl))
+		return;
+	nvmet_mdev_irq_flush_held(ctrl, true);
+	nvmet_mdev_kick_all(ctrl);
 }
 
 /* ------------------------------------------------------------------ */

@@ -188,6 +188,7 @@ struct nvmet_mdev_sq {
 	bool			starved;	/* waiting for a free iod */
 
 	atomic_t		inflight;	/* commands holding data pages */
+	atomic_t		busy;		/* commands fetched, not completed */
 	struct nvme_sgl_desc	*sgl_descs;	/* runner private, SGL parsing */
 	struct nvmet_mdev_iod	*iods;
 	unsigned int		nr_iods;
@@ -233,11 +234,14 @@ struct nvmet_mdev_dp {
 };
 
 /* ctrl.c */
+int nvmet_mdev_ctrl_create(struct nvmet_mdev_ctrl *ctrl);
 int nvmet_mdev_ctrl_enable(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_ctrl_disable(struct nvmet_mdev_ctrl *ctrl, bool shutdown);
 
 /* regs.c */
 void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl, bool admin_queue);
+int nvmet_mdev_regs_restore(struct nvmet_mdev_ctrl *ctrl,
+			    const struct nvmet_mdev_regs *r);
 
 static inline void nvmet_mdev_csts_set(struct nvmet_mdev_ctrl *ctrl, u32 set,
 				       u32 clear)
@@ -275,6 +279,13 @@ u16 nvmet_mdev_create_sq(struct nvmet_ctrl *tctrl, u16 sqid, u16 cqid,
 			 u16 flags, u16 qsize, u64 prp1);
 u16 nvmet_mdev_delete_sq(struct nvmet_ctrl *tctrl, u16 sqid);
 int nvmet_mdev_start_admin(struct nvmet_mdev_ctrl *ctrl);
+struct nvmet_mdev_sq *nvmet_mdev_restore_sq(struct nvmet_mdev_ctrl *ctrl,
+					    u16 qid, u16 cqid, u16 size,
+					    u64 iova, u16 head);
+int nvmet_mdev_start_threads(struct nvmet_mdev_ctrl *ctrl);
+int nvmet_mdev_resubmit(struct nvmet_mdev_sq *sq, const struct nvme_command *cmd);
+int nvmet_mdev_repark(struct nvmet_mdev_sq *sq, const struct nvme_completion *cqe);
+bool nvmet_mdev_quiet(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_pause(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_sq *self);
 void nvmet_mdev_resume(struct nvmet_mdev_ctrl *ctrl);
@@ -295,6 +306,11 @@ struct nvmet_mdev_cq *nvmet_mdev_cq_alloc(struct nvmet_mdev_ctrl *ctrl,
 					  u16 qid, u16 size, u64 iova,
 					  u16 vector, bool irq_enabled);
 void nvmet_mdev_cq_free(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_cq *cq);
+struct nvmet_mdev_cq *nvmet_mdev_restore_cq(struct nvmet_mdev_ctrl *ctrl,
+					    u16 qid, u16 size, u64 iova,
+					    u16 vector, bool irq_enabled,
+					    u16 tail, u16 head, bool phase);
+void nvmet_mdev_cq_quiesce(struct nvmet_mdev_cq *cq);
 int nvmet_mdev_cq_remap(struct nvmet_mdev_sq *sq, bool grace);
 void nvmet_mdev_cq_retry(struct nvmet_mdev_sq *sq);
 void nvmet_mdev_cq_trapped(struct nvmet_mdev_cq *cq);
@@ -317,6 +333,7 @@ u16 nvmet_mdev_set_dbbuf(struct nvmet_ctrl *tctrl, u64 prp1, u64 prp2);
 void nvmet_mdev_dbbuf_clear(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_dbbuf_sync(void);
 void nvmet_mdev_dbbuf_unmap(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last);
+int nvmet_mdev_dbbuf_restore(struct nvmet_mdev_ctrl *ctrl, u64 db, u64 ei);
 
 /* mem.c */
 int nvmet_mdev_pin_page(struct nvmet_mdev_ctrl *ctrl, u64 iova,

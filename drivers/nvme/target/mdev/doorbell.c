@@ -585,6 +585,34 @@ u16 nvmet_mdev_set_dbbuf(struct nvmet_ctrl *tctrl, u64 prp1, u64 prp2)
 	return NVME_SC_SUCCESS;
 }
 
+/**
+ * nvmet_mdev_dbbuf_restore() - shadow doorbells as a migration saved them
+ * @ctrl: the controller, being restored (no queue thread yet)
+ * @db: shadow doorbell buffer
+ * @ei: EventIdx buffer
+ *
+ * The buffers hold what the guest and the source device wrote there (the
+ * guest's memory came along): nothing is copied.
+ *
+ * Return: 0, or -EINVAL if the addresses are not those Doorbell Buffer
+ * Config accepts or not mapped.
+ */
+int nvmet_mdev_dbbuf_restore(struct nvmet_mdev_ctrl *ctrl, u64 db, u64 ei)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+
+	if (!db || !ei || db == ei || !IS_ALIGNED(db | ei, NVMET_MDEV_MPS))
+		return -EINVAL;
+	if (nvmet_mdev_gmap(ctrl, db, SZ_4K, &dp->dbbuf_db) ||
+	    nvmet_mdev_gmap(ctrl, ei, SZ_4K, &dp->dbbuf_ei)) {
+		nvmet_mdev_gunmap(&dp->dbbuf_db);
+		return -EINVAL;
+	}
+	WRITE_ONCE(dp->sdb, dp->dbbuf_db.vaddr);
+	WRITE_ONCE(dp->eidx, dp->dbbuf_ei.vaddr);
+	return 0;
+}
+
 /*
  * Wait until nobody reads a shadow doorbell buffer just replaced: queue
  * threads are paused by then, but completions, posted from any context,

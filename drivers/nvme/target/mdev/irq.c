@@ -68,7 +68,8 @@ static void nvmet_mdev_intx_raise(struct nvmet_mdev_ctrl *ctrl)
 
 	if (!irqs->intx)
 		return;
-	if (irqs->intx_masked || intms ||
+	/* A device stopped for a migration raises it when it runs again. */
+	if (irqs->intx_masked || intms || READ_ONCE(ctrl->stopped) ||
 	    (cmd_hi & (PCI_COMMAND_INTX_DISABLE >> 8))) {
 		irqs->intx_pending = true;
 		return;
@@ -179,6 +180,44 @@ void nvmet_mdev_irq_unmasked(struct nvmet_mdev_ctrl *ctrl)
 		irqs->intx_pending = false;
 		nvmet_mdev_intx_raise(ctrl);
 	}
+	spin_unlock_irqrestore(&irqs->lock, flags);
+}
+
+/**
+ * nvmet_mdev_irq_get_held() - the interrupts a stopped device holds
+ * @ctrl: the controller
+ * @held: receives the MSI-X vectors held (NVMET_MDEV_MAX_VECTORS bits)
+ *
+ * Return: whether INTx is pending.
+ */
+bool nvmet_mdev_irq_get_held(struct nvmet_mdev_ctrl *ctrl, unsigned long *held)
+{
+	struct nvmet_mdev_irqs *irqs = &ctrl->irqs;
+	unsigned long flags;
+	bool intx;
+
+	spin_lock_irqsave(&irqs->lock, flags);
+	bitmap_copy(held, irqs->msix_held, NVMET_MDEV_MAX_VECTORS);
+	intx = irqs->intx_pending;
+	spin_unlock_irqrestore(&irqs->lock, flags);
+	return intx;
+}
+
+/**
+ * nvmet_mdev_irq_set_held() - the interrupts a migration carried
+ * @ctrl: the controller, stopped
+ * @held: the MSI-X vectors to raise when it runs
+ * @intx: INTx to raise then
+ */
+void nvmet_mdev_irq_set_held(struct nvmet_mdev_ctrl *ctrl,
+			     const unsigned long *held, bool intx)
+{
+	struct nvmet_mdev_irqs *irqs = &ctrl->irqs;
+	unsigned long flags;
+
+	spin_lock_irqsave(&irqs->lock, flags);
+	bitmap_copy(irqs->msix_held, held, NVMET_MDEV_MAX_VECTORS);
+	irqs->intx_pending = intx;
 	spin_unlock_irqrestore(&irqs->lock, flags);
 }
 

@@ -22,13 +22,16 @@
  *   mem.c      guest memory: pin cache, ring and buffer mappings (it calls
  *              no other file: ctrl.c handles dma_unmap)
  *   prp.c      PRP and SGL translation into scatterlists over guest pages
+ *   migration.c live migration: the VFIO migration protocol, the device
+ *              model's part of the state
+ *   state.c    the controller's state a migration carries
  *   dirty.c    dirty page logging (vfio_log_ops): the guest pages written
  *   debugfs.c  per-mdev event counters
  *   model.h    the device model a guest sees (IDs, BARs) and the limits
  *
  * Layers: each file calls into its own layer and the ones below, never up.
- *   device model  vfio.c, pci.c, params.c
- *   controller    regs.c, ctrl.c
+ *   device model  vfio.c, pci.c, params.c, migration.c
+ *   controller    regs.c, ctrl.c, state.c
  *   data path     doorbell.c, sq.c, cq.c, prp.c
  *   guest memory  mem.c, dirty.c
  * irq.c (interrupt signalling), port.c and debugfs.c call none of these;
@@ -53,6 +56,7 @@
 
 struct nvmet_mdev_ctrl;
 struct nvmet_mdev_dirty;
+struct nvmet_mdev_mig;
 struct nvmet_mdev_sq;
 struct nvmet_mdev_cq;
 struct nvmet_mdev_dp;
@@ -179,6 +183,18 @@ bool nvmet_mdev_irq_request(struct nvmet_mdev_ctrl *ctrl);
 /* INTMC cleared the INTx mask: re-raise a pending INTx; any context. */
 void nvmet_mdev_irq_unmasked(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_irq_flush_held(struct nvmet_mdev_ctrl *ctrl, bool send);
+/* Interrupts held by a stopped device, for a migration. */
+bool nvmet_mdev_irq_get_held(struct nvmet_mdev_ctrl *ctrl, unsigned long *held);
+void nvmet_mdev_irq_set_held(struct nvmet_mdev_ctrl *ctrl,
+			     const unsigned long *held, bool intx);
+
+/* ------------------------------------------------------------------ */
+/* migration.c: the VFIO migration protocol                            */
+
+int nvmet_mdev_mig_init(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_mig_uninit(struct nvmet_mdev_ctrl *ctrl);
+/* Back to RUNNING, ending the migration files; ctrl->lock held. */
+void nvmet_mdev_mig_reset(struct nvmet_mdev_ctrl *ctrl);
 
 /* ------------------------------------------------------------------ */
 /* debugfs.c: event counters                                           */
@@ -239,6 +255,12 @@ struct nvmet_mdev_ctrl {
 
 	struct nvmet_mdev_params params;
 	bool			db_mmap;	/* as decided at open */
+	/*
+	 * Stopped for a migration (migration.c): no DMA and no interrupts,
+	 * as with bus mastering off.  Written under the lock, read anywhere.
+	 */
+	bool			stopped;
+	struct nvmet_mdev_mig	*mig;		/* migration.c, under the lock */
 	char			hostnqn[NVMF_NQN_SIZE + 1];
 	uuid_t			hostid;
 
@@ -250,7 +272,7 @@ struct nvmet_mdev_ctrl {
 	struct nvmet_ctrl	*tctrl;		/* NULL while CC.EN = 0 */
 	struct page		*db_page;	/* BAR0 doorbells, mmap-able */
 	__le32			*db;		/* page_address(db_page) */
-	struct {
+	struct nvmet_mdev_regs {
 		u64	cap;
 		u32	vs;
 		u32	intms;		/* INTMS/INTMC mask, for INTx */
@@ -280,12 +302,14 @@ static inline void nvmet_mdev_stat_add(struct nvmet_mdev_ctrl *ctrl,
 }
 
 /*
- * PCI_COMMAND Bus Master Enable: the function may read and write the
- * guest's memory and send MSI-X messages.  Any context.
+ * PCI_COMMAND Bus Master Enable, and not stopped for a migration: the
+ * function may read and write the guest's memory and send MSI-X messages.
+ * Any context.
  */
 static inline bool nvmet_mdev_bus_master(struct nvmet_mdev_ctrl *ctrl)
 {
-	return READ_ONCE(ctrl->pci.cfg[PCI_COMMAND]) & PCI_COMMAND_MASTER;
+	return (READ_ONCE(ctrl->pci.cfg[PCI_COMMAND]) & PCI_COMMAND_MASTER) &&
+		!READ_ONCE(ctrl->stopped);
 }
 
 static inline struct nvmet_mdev_ctrl *vdev_to_ctrl(struct vfio_device *vdev)
@@ -333,6 +357,29 @@ void nvmet_mdev_regs_write(struct nvmet_mdev_ctrl *ctrl, u32 off,
  * ctrl->lock: the writer may fetch and submit an I/O SQ's new commands.
  */
 void nvmet_mdev_db_written(struct nvmet_mdev_ctrl *ctrl, u32 off);
+/*
+ * Migration (the device model's migration.c calls these, ctrl->lock held).
+ * Stop: no more fetching, DMA or interrupts; returns once every command
+ * fetched has completed but the Asynchronous Event Requests nvmet holds,
+ * so that the state is final (or -EINTR on a fatal signal, still running).
+ * Run: undo it.
+ */
+int nvmet_mdev_ctrl_stop(struct nvmet_mdev_ctrl *ctrl);
+void nvmet_mdev_ctrl_run(struct nvmet_mdev_ctrl *ctrl);
+/*
+ * The controller's state (registers, queues, features, the commands the
+ * guest awaits): its size now, and the most it can take; saving it (into
+ * a new buffer, after @headroom bytes), loading it (a stopped controller,
+ * disabled first).
+ * Loading validates everything and returns -EINVAL on any inconsistency,
+ * leaving the controller disabled.
+ */
+size_t nvmet_mdev_state_size(struct nvmet_mdev_ctrl *ctrl);
+size_t nvmet_mdev_state_max_size(void);
+void *nvmet_mdev_state_save(struct nvmet_mdev_ctrl *ctrl, size_t headroom,
+			    size_t *len);
+int nvmet_mdev_state_load(struct nvmet_mdev_ctrl *ctrl, const void *buf,
+			  size_t size);
 /* vfio_device_ops.mmap: the doorbell page, the only part of BAR0 mapped. */
 int nvmet_mdev_mmap(struct vfio_device *vdev, struct vm_area_struct *vma);
 /* vfio dma_unmap callback: drop every pin in [iova, iova + length). */

@@ -59,6 +59,33 @@ void nvmet_mdev_regs_reset(struct nvmet_mdev_ctrl *ctrl, bool admin_queue)
 	}
 }
 
+/**
+ * nvmet_mdev_regs_restore() - registers as a migration saved them
+ * @ctrl: the controller, disabled, registers reset
+ * @r: the values, each checked as a guest write would be
+ *
+ * CAP follows the tunables and is checked by the caller; VS is set when
+ * the nvmet controller is created.
+ *
+ * Return: 0, or -EINVAL for a value no guest write can produce.
+ */
+int nvmet_mdev_regs_restore(struct nvmet_mdev_ctrl *ctrl,
+			    const struct nvmet_mdev_regs *r)
+{
+	if ((r->cc & ~NVMET_MDEV_CC_MASK) ||
+	    (r->csts & ~(NVME_CSTS_RDY | NVME_CSTS_CFS | NVME_CSTS_SHST_MASK)) ||
+	    (r->aqa & ~(NVMET_MDEV_AQA_ASQS | NVMET_MDEV_AQA_ACQS)) ||
+	    !IS_ALIGNED(r->asq | r->acq, NVMET_MDEV_MPS))
+		return -EINVAL;
+	ctrl->regs.intms = r->intms;
+	ctrl->regs.cc = r->cc;
+	WRITE_ONCE(ctrl->regs.csts, r->csts);
+	ctrl->regs.aqa = r->aqa;
+	ctrl->regs.asq = r->asq;
+	ctrl->regs.acq = r->acq;
+	return 0;
+}
+
 static u64 nvmet_mdev_reg_value(struct nvmet_mdev_ctrl *ctrl, u32 off)
 {
 	switch (off) {

@@ -186,6 +186,7 @@ static void nvmet_mdev_exec(struct nvmet_mdev_sq *sq, struct nvmet_mdev_iod *iod
 	size_t len;
 	u16 status;
 
+	atomic_inc(&sq->busy);	/* until nvmet_mdev_queue_response() */
 	/* On failure nvmet_req_init() has already completed the command. */
 	if (!nvmet_req_init(req, &sq->nvme_sq, &nvmet_mdev_fabrics_ops))
 		return;
@@ -392,8 +393,11 @@ static int nvmet_mdev_sq_thread(void *data)
 	allow_signal(SIGKILL);
 	nvmet_mdev_sq_thread_lock(sq);
 
-	/* The admin queues are mapped before the controller is ready. */
-	if (!sq->qid) {
+	/*
+	 * The admin queues are mapped before the controller is ready (a
+	 * controller restored by a migration is ready, its rings mapped).
+	 */
+	if (!sq->qid && !(READ_ONCE(ctrl->regs.csts) & NVME_CSTS_RDY)) {
 		if (nvmet_mdev_cq_remap(sq, false) ||
 		    nvmet_mdev_sq_remap(sq, false)) {
 			WRITE_ONCE(sq->broken, true);
@@ -569,8 +573,9 @@ static void nvmet_mdev_sq_free(struct nvmet_mdev_ctrl *ctrl,
 	kfree_rcu(sq, rcu);
 }
 
-static int nvmet_mdev_sq_start(struct nvmet_mdev_ctrl *ctrl,
-			       struct nvmet_mdev_sq *sq)
+/* Create the queue thread of @sq (not woken yet). */
+static int nvmet_mdev_sq_thread_create(struct nvmet_mdev_ctrl *ctrl,
+				       struct nvmet_mdev_sq *sq)
 {
 	struct nvmet_mdev_dp *dp = ctrl->dp;
 	struct task_struct *t;
@@ -584,12 +589,29 @@ static int nvmet_mdev_sq_start(struct nvmet_mdev_ctrl *ctrl,
 	sq->thread = t;
 	dp->nr_threads++;
 	spin_unlock(&dp->pause_lock);
+	return 0;
+}
+
+static void nvmet_mdev_sq_publish(struct nvmet_mdev_ctrl *ctrl,
+				  struct nvmet_mdev_sq *sq)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
 
 	mutex_lock(&dp->qlock);
 	rcu_assign_pointer(dp->sqs[sq->qid], sq);
 	mutex_unlock(&dp->qlock);
+}
 
-	wake_up_process(t);
+static int nvmet_mdev_sq_start(struct nvmet_mdev_ctrl *ctrl,
+			       struct nvmet_mdev_sq *sq)
+{
+	int ret;
+
+	ret = nvmet_mdev_sq_thread_create(ctrl, sq);
+	if (ret)
+		return ret;
+	nvmet_mdev_sq_publish(ctrl, sq);
+	wake_up_process(sq->thread);
 	return 0;
 }
 
@@ -791,4 +813,144 @@ void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last)
 		}
 	}
 	mutex_unlock(&dp->qlock);
+}
+
+/**
+ * nvmet_mdev_quiet() - whether the commands fetched have all completed
+ * @ctrl: the controller, enabled
+ *
+ * But the Asynchronous Event Requests nvmet keeps (admin SQ).  The caller
+ * holds tctrl->lock for an exact answer; without it, the AERs nvmet
+ * completes meanwhile may count in one and not the other.
+ */
+bool nvmet_mdev_quiet(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_mdev_sq *sq;
+	bool quiet = true;
+	int qid;
+
+	rcu_read_lock();
+	for (qid = 0; qid <= NVMET_MDEV_MAX_IO_QUEUES && quiet; qid++) {
+		sq = rcu_dereference(dp->sqs[qid]);
+		if (sq && atomic_read(&sq->busy) >
+		    (qid ? 0 : READ_ONCE(ctrl->tctrl->nr_async_event_cmds)))
+			quiet = false;
+	}
+	rcu_read_unlock();
+	return quiet;
+}
+
+/*
+ * Restoring a controller a migration saved (state.c): the controller is
+ * stopped (nvmet_mdev_ctrl_stop()) and the lock held throughout, so no
+ * runner exists until nvmet_mdev_start_threads(), and the rings are mapped
+ * under ctrl->lock.  That is safe here: no backend holds, while it calls
+ * dma_unmap, the locks pinning takes (see datapath.h), and nothing else of
+ * the device runs.
+ */
+
+/**
+ * nvmet_mdev_restore_sq() - create an SQ as a migration saved it
+ * @ctrl: the controller, being restored
+ * @qid: the SQ's identifier
+ * @cqid: its CQ's, which exists
+ * @size: its entries, checked against CAP.MQES
+ * @iova: its ring
+ * @head: the next entry to fetch, below @size
+ *
+ * Return: the SQ, published without a thread, or NULL if its memory or
+ * its ring could not be had (-ENOMEM or an unmapped ring: the caller
+ * fails the restore either way).
+ */
+struct nvmet_mdev_sq *nvmet_mdev_restore_sq(struct nvmet_mdev_ctrl *ctrl,
+					    u16 qid, u16 cqid, u16 size,
+					    u64 iova, u16 head)
+{
+	struct nvmet_mdev_cq *cq = rcu_access_pointer(ctrl->dp->cqs[cqid]);
+	struct nvmet_mdev_sq *sq;
+
+	if (WARN_ON_ONCE(!cq))
+		return NULL;
+	sq = nvmet_mdev_sq_alloc(ctrl, qid, size, iova, cq);
+	if (!sq)
+		return NULL;
+	if (nvmet_mdev_gmap(ctrl, iova, size * sizeof(struct nvme_command),
+			    &sq->ring) ||
+	    nvmet_sq_create(ctrl->tctrl, &sq->nvme_sq, &cq->nvme_cq, qid,
+			    size)) {
+		nvmet_mdev_sq_free(ctrl, sq);
+		return NULL;
+	}
+	sq->sqes = sq->ring.vaddr;
+	sq->nvme_sq.sqhd_disabled = true;
+	sq->head = head;
+	nvmet_mdev_sq_publish(ctrl, sq);
+	return sq;
+}
+
+/**
+ * nvmet_mdev_resubmit() - submit a command the guest awaits again
+ * @sq: a restored SQ without a thread yet
+ * @cmd: the command (an Asynchronous Event Request)
+ *
+ * Return: 0, or -ENOSPC when the SQ has no command context left.
+ */
+int nvmet_mdev_resubmit(struct nvmet_mdev_sq *sq, const struct nvme_command *cmd)
+{
+	struct nvmet_mdev_iod *iod = nvmet_mdev_iod_get(sq);
+
+	if (!iod)
+		return -ENOSPC;
+	memcpy(&iod->cmd, cmd, sizeof(iod->cmd));
+	nvmet_mdev_exec(sq, iod);
+	return 0;
+}
+
+/**
+ * nvmet_mdev_repark() - a completion the guest has not seen yet
+ * @sq: a restored SQ without a thread yet
+ * @cqe: its completion entry (without the phase tag)
+ *
+ * Parked on the SQ's CQ, in the order of the calls.
+ *
+ * Return: 0, or -ENOSPC when the SQ has no command context left.
+ */
+int nvmet_mdev_repark(struct nvmet_mdev_sq *sq, const struct nvme_completion *cqe)
+{
+	struct nvmet_mdev_iod *iod = nvmet_mdev_iod_get(sq);
+	unsigned long flags;
+
+	if (!iod)
+		return -ENOSPC;
+	iod->cqe = *cqe;
+	spin_lock_irqsave(&sq->cq->lock, flags);
+	list_add_tail(&iod->parked, &sq->cq->parked);
+	spin_unlock_irqrestore(&sq->cq->lock, flags);
+	return 0;
+}
+
+/**
+ * nvmet_mdev_start_threads() - start the threads of a restored controller
+ * @ctrl: the controller (ctrl->lock held), its SQs published
+ *
+ * Return: 0 or a negative errno (the caller disables the controller).
+ */
+int nvmet_mdev_start_threads(struct nvmet_mdev_ctrl *ctrl)
+{
+	struct nvmet_mdev_dp *dp = ctrl->dp;
+	struct nvmet_mdev_sq *sq;
+	int qid, ret;
+
+	lockdep_assert_held(&ctrl->lock);
+	for (qid = 0; qid <= NVMET_MDEV_MAX_IO_QUEUES; qid++) {
+		sq = rcu_access_pointer(dp->sqs[qid]);
+		if (!sq || sq->thread)
+			continue;
+		ret = nvmet_mdev_sq_thread_create(ctrl, sq);
+		if (ret)
+			return ret;
+		wake_up_process(sq->thread);
+	}
+	return 0;
 }

@@ -81,6 +81,11 @@ static int nvmet_mdev_bar0_rw(struct nvmet_mdev_ctrl *ctrl, char __user *ubuf,
 		return -EFAULT;
 
 	mutex_lock(&ctrl->lock);
+	/* Stopped for a migration: the state must not change. */
+	if (write && ctrl->stopped) {
+		mutex_unlock(&ctrl->lock);
+		return -EBUSY;
+	}
 	if (write)
 		nvmet_mdev_regs_write(ctrl, off, &val, count);
 	else
@@ -259,7 +264,9 @@ static long nvmet_mdev_ioctl(struct vfio_device *vdev, unsigned int cmd,
 		return ret;
 	case VFIO_DEVICE_RESET:
 		mutex_lock(&ctrl->lock);
+		/* Reset while still stopped: no DMA for what it fails. */
 		nvmet_mdev_ctrl_reset(ctrl);
+		nvmet_mdev_mig_reset(ctrl);
 		mutex_unlock(&ctrl->lock);
 		return 0;
 	default:
@@ -270,11 +277,24 @@ static long nvmet_mdev_ioctl(struct vfio_device *vdev, unsigned int cmd,
 /* ------------------------------------------------------------------ */
 /* vfio_device_ops                                                     */
 
+/*
+ * The host is the mdev: its NQN and host ID come from the UUID (until a
+ * migration brings those of the guest's first mdev).
+ */
+static int nvmet_mdev_host_identity(struct nvmet_mdev_ctrl *ctrl)
+{
+	char uuid[UUID_STRING_LEN + 1];
+
+	snprintf(uuid, sizeof(uuid), "%pUl", &ctrl->mdev->uuid);
+	snprintf(ctrl->hostnqn, sizeof(ctrl->hostnqn),
+		 "nqn.2014-08.org.nvmexpress:uuid:%s", uuid);
+	return uuid_parse(uuid, &ctrl->hostid);
+}
+
 static int nvmet_mdev_init_dev(struct vfio_device *vdev)
 {
 	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
 	struct mdev_device *mdev = to_mdev_device(vdev->dev);
-	char uuid[UUID_STRING_LEN + 1];
 	int ret;
 
 	ctrl->mdev = mdev;
@@ -288,22 +308,21 @@ static int nvmet_mdev_init_dev(struct vfio_device *vdev)
 	nvmet_mdev_irq_init(ctrl);
 
 	nvmet_mdev_params_init(&ctrl->params);
-
-	/* The host is the mdev: its NQN and host ID come from the UUID. */
-	snprintf(uuid, sizeof(uuid), "%pUl", &mdev->uuid);
-	snprintf(ctrl->hostnqn, sizeof(ctrl->hostnqn),
-		 "nqn.2014-08.org.nvmexpress:uuid:%s", uuid);
-	ret = uuid_parse(uuid, &ctrl->hostid);
+	ret = nvmet_mdev_host_identity(ctrl);
 	if (ret)
 		goto out_destroy;
-
 	nvmet_mdev_pci_init(ctrl);
 
-	ret = nvmet_mdev_ctrl_init(ctrl);
+	ret = nvmet_mdev_mig_init(ctrl);
 	if (ret)
 		goto out_destroy;
+	ret = nvmet_mdev_ctrl_init(ctrl);
+	if (ret)
+		goto out_mig;
 	return 0;
 
+out_mig:
+	nvmet_mdev_mig_uninit(ctrl);
 out_destroy:
 	mutex_destroy(&ctrl->lock);
 	free_percpu(ctrl->stats);
@@ -315,6 +334,7 @@ static void nvmet_mdev_release_dev(struct vfio_device *vdev)
 	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
 
 	nvmet_mdev_ctrl_uninit(ctrl);
+	nvmet_mdev_mig_uninit(ctrl);
 	mutex_destroy(&ctrl->dirty_lock);
 	mutex_destroy(&ctrl->lock);
 	free_percpu(ctrl->stats);
@@ -326,6 +346,9 @@ static int nvmet_mdev_open_device(struct vfio_device *vdev)
 
 	mutex_lock(&ctrl->lock);
 	/* Tunables may have changed since probe: power up afresh. */
+	/* Parsed at probe already: cannot fail. */
+	nvmet_mdev_host_identity(ctrl);
+	nvmet_mdev_mig_reset(ctrl);
 	nvmet_mdev_pci_init(ctrl);
 	nvmet_mdev_stats_reset(ctrl);
 	switch (ctrl->params.doorbell_mmap) {
@@ -350,7 +373,9 @@ static void nvmet_mdev_close_device(struct vfio_device *vdev)
 	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
 
 	mutex_lock(&ctrl->lock);
+	/* Still stopped, if it was: no DMA for the commands it ends. */
 	nvmet_mdev_ctrl_close(ctrl);
+	nvmet_mdev_mig_reset(ctrl);
 	nvmet_mdev_irq_release_all(ctrl);
 	ctrl->open = false;
 	mutex_unlock(&ctrl->lock);
