@@ -555,12 +555,27 @@ static int type1_dma_map(struct vfio_dev *dev, void *vaddr, uint64_t iova,
 		-errno : 0;
 }
 
-int vfio_dma_map(struct vfio_dev *dev, void *vaddr, uint64_t iova,
-		 uint64_t size)
+struct vfio_dev *vfio_dma_mirror;
+
+static int __vfio_dma_map(struct vfio_dev *dev, void *vaddr, uint64_t iova,
+			  uint64_t size)
 {
 	if (dev->binding == VFIO_BINDING_IOMMUFD)
 		return iommufd_dma_map(dev, vaddr, iova, size);
 	return type1_dma_map(dev, vaddr, iova, size);
+}
+
+int vfio_dma_map(struct vfio_dev *dev, void *vaddr, uint64_t iova,
+		 uint64_t size)
+{
+	int ret = __vfio_dma_map(dev, vaddr, iova, size);
+
+	if (ret || !vfio_dma_mirror || vfio_dma_mirror == dev)
+		return ret;
+	ret = __vfio_dma_map(vfio_dma_mirror, vaddr, iova, size);
+	if (ret)
+		vfio_dma_unmap(dev, iova, size);
+	return ret;
 }
 
 static int iommufd_dma_unmap(struct vfio_dev *dev, uint64_t iova,
@@ -588,9 +603,18 @@ static int type1_dma_unmap(struct vfio_dev *dev, uint64_t iova, uint64_t size)
 		-errno : 0;
 }
 
-int vfio_dma_unmap(struct vfio_dev *dev, uint64_t iova, uint64_t size)
+static int __vfio_dma_unmap(struct vfio_dev *dev, uint64_t iova,
+			    uint64_t size)
 {
 	if (dev->binding == VFIO_BINDING_IOMMUFD)
 		return iommufd_dma_unmap(dev, iova, size);
 	return type1_dma_unmap(dev, iova, size);
+}
+
+int vfio_dma_unmap(struct vfio_dev *dev, uint64_t iova, uint64_t size)
+{
+	if (vfio_dma_mirror && vfio_dma_mirror != dev &&
+	    vfio_dma_mirror->device_fd >= 0)
+		__vfio_dma_unmap(vfio_dma_mirror, iova, size);
+	return __vfio_dma_unmap(dev, iova, size);
 }

@@ -102,7 +102,13 @@ int vfio_irq_set_raw(struct vfio_dev *dev, uint32_t flags, unsigned int index,
 /* VFIO_DEVICE_RESET: 0 or -errno. */
 int vfio_reset(struct vfio_dev *dev);
 
-/* DMA map/unmap of user memory at a caller-chosen IOVA: 0 or -errno. */
+/*
+ * DMA map/unmap of user memory at a caller-chosen IOVA: 0 or -errno.
+ * With vfio_dma_mirror set, every mapping is made (and unmade) in that
+ * device's address space too: the same "guest memory" for a second device
+ * a migration moves the controller to.
+ */
+extern struct vfio_dev *vfio_dma_mirror;
 int vfio_dma_map(struct vfio_dev *dev, void *vaddr, uint64_t iova,
 		 uint64_t size);
 int vfio_dma_unmap(struct vfio_dev *dev, uint64_t iova, uint64_t size);

@@ -19,6 +19,13 @@ echo 10 > "/sys/bus/mdev/devices/$uuid/mdts" || die "set mdts"
 # A mappable doorbell page whatever the CPUs (auto maps it only with two
 # or more); the trapped-only case comes last.
 echo on > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap"
+# migration_test moves the controller to a second mdev of the same port
+# and subsystem, tuned alike (a migration needs what the guest saw).
+peer=$(create_mdev 1) || die "create the peer mdev"
+echo 10 > "/sys/bus/mdev/devices/$peer/mdts" || die "set the peer's mdts"
+echo on > "/sys/bus/mdev/devices/$peer/doorbell_mmap" ||
+	die "set the peer's doorbell_mmap"
+export NVMET_MDEV_PEER=$peer
 
 # Conformance and hostile cases with doorbells written through the mmap'ed
 # page, as a KVM guest does; then the seeded fuzzer per doorbell mode
@@ -32,6 +39,8 @@ c=$NVMET_MDEV_HARNESS/client/run.sh
 tap_run "$c" -b "$b" -t regs_test -t admin_test -t io_test -t irq_test \
 	-t migration_test \
 	-t hostile_test "$uuid" /tmp/client.img
+tap_ok "client $b: remove the peer mdev after migration_test" remove_mdev "$peer"
+unset NVMET_MDEV_PEER
 export NVMET_MDEV_FUZZ_CMDS=${NVMET_MDEV_FUZZ_CMDS:-20000}
 export NVMET_MDEV_FUZZ_WRITES=${NVMET_MDEV_FUZZ_WRITES:-2000}
 export NVMET_MDEV_FUZZ_SECS=${NVMET_MDEV_FUZZ_SECS:-900}
