@@ -208,7 +208,7 @@ static int nvmet_mdev_log_read_and_clear(struct vfio_device *vdev,
 	const struct nvmet_mdev_dirty_range *r;
 	struct nvmet_mdev_dirty *d;
 	u64 last = iova + length - 1;
-	unsigned long bit, end;
+	unsigned long bit, end, n = 0;
 	unsigned int i;
 	int ret = 0;
 
@@ -239,10 +239,13 @@ static int nvmet_mdev_log_read_and_clear(struct vfio_device *vdev,
 			 */
 			if (page >= iova && page + size - 1 <= last ?
 			    test_and_clear_bit(bit, r->bits) :
-			    test_bit(bit, r->bits))
+			    test_bit(bit, r->bits)) {
 				iova_bitmap_set(dirty, page, size);
+				n += size >> PAGE_SHIFT;
+			}
 		}
 	}
+	nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_DIRTY_PAGES, n);
 out:
 	mutex_unlock(&ctrl->dirty_lock);
 	return ret;
