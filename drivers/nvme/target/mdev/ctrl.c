@@ -373,6 +373,9 @@ int nvmet_mdev_ctrl_stop(struct nvmet_mdev_ctrl *ctrl)
 	if (!ctrl->tctrl)
 		return 0;
 
+	/* What a stop costs: the commands it waits for. */
+	nvmet_mdev_stat_add(ctrl, NVMET_MDEV_STAT_STOP_BUSY,
+			    nvmet_mdev_busy(ctrl));
 	nvmet_mdev_pause(ctrl, NULL);
 	nvmet_mdev_resume(ctrl);
 	if (wait_event_killable(dp->pause_wq, nvmet_mdev_quiet(ctrl))) {

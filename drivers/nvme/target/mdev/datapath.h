@@ -286,6 +286,7 @@ int nvmet_mdev_start_threads(struct nvmet_mdev_ctrl *ctrl);
 int nvmet_mdev_resubmit(struct nvmet_mdev_sq *sq, const struct nvme_command *cmd);
 int nvmet_mdev_repark(struct nvmet_mdev_sq *sq, const struct nvme_completion *cqe);
 bool nvmet_mdev_quiet(struct nvmet_mdev_ctrl *ctrl);
+unsigned int nvmet_mdev_busy(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_stop_queues(struct nvmet_mdev_ctrl *ctrl);
 void nvmet_mdev_pause(struct nvmet_mdev_ctrl *ctrl, struct nvmet_mdev_sq *self);
 void nvmet_mdev_resume(struct nvmet_mdev_ctrl *ctrl);

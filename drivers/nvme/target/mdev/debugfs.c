@@ -33,6 +33,7 @@ static const char * const nvmet_mdev_stat_names[NVMET_MDEV_NR_STATS] = {
 	[NVMET_MDEV_STAT_PIN_HITS]		= "pin_cache_hits",
 	[NVMET_MDEV_STAT_PIN_MISSES]		= "pin_cache_misses",
 	[NVMET_MDEV_STAT_DIRTY_PAGES]		= "dirty_pages_reported",
+	[NVMET_MDEV_STAT_STOP_BUSY]		= "stop_waited_commands",
 };
 
 static struct dentry *nvmet_mdev_debugfs_root;

@@ -218,6 +218,7 @@ enum nvmet_mdev_stat {
 	NVMET_MDEV_STAT_PIN_HITS,		/* guest pages found pinned */
 	NVMET_MDEV_STAT_PIN_MISSES,		/* ... and pinned by vfio */
 	NVMET_MDEV_STAT_DIRTY_PAGES,		/* pages a dirty log report gave */
+	NVMET_MDEV_STAT_STOP_BUSY,		/* commands a stop waited for */
 	NVMET_MDEV_NR_STATS
 };
 

@@ -825,20 +825,34 @@ void nvmet_mdev_unmap_queues(struct nvmet_mdev_ctrl *ctrl, u64 first, u64 last)
  */
 bool nvmet_mdev_quiet(struct nvmet_mdev_ctrl *ctrl)
 {
+	return !nvmet_mdev_busy(ctrl);
+}
+
+/**
+ * nvmet_mdev_busy() - the commands fetched and not completed
+ * @ctrl: the controller, enabled
+ *
+ * But the Asynchronous Event Requests nvmet keeps; see nvmet_mdev_quiet().
+ */
+unsigned int nvmet_mdev_busy(struct nvmet_mdev_ctrl *ctrl)
+{
 	struct nvmet_mdev_dp *dp = ctrl->dp;
+	unsigned int n = 0, aers;
 	struct nvmet_mdev_sq *sq;
-	bool quiet = true;
-	int qid;
+	int qid, busy;
 
 	rcu_read_lock();
-	for (qid = 0; qid <= NVMET_MDEV_MAX_IO_QUEUES && quiet; qid++) {
+	for (qid = 0; qid <= NVMET_MDEV_MAX_IO_QUEUES; qid++) {
 		sq = rcu_dereference(dp->sqs[qid]);
-		if (sq && atomic_read(&sq->busy) >
-		    (qid ? 0 : READ_ONCE(ctrl->tctrl->nr_async_event_cmds)))
-			quiet = false;
+		if (!sq)
+			continue;
+		busy = atomic_read(&sq->busy);
+		aers = qid ? 0 : READ_ONCE(ctrl->tctrl->nr_async_event_cmds);
+		if (busy > aers)
+			n += busy - aers;
 	}
 	rcu_read_unlock();
-	return quiet;
+	return n;
 }
 
 /*

@@ -470,9 +470,10 @@ TEST_F(mig, move_with_io_in_flight)
 	struct nvme_sqe aer = { .opcode = nvme_admin_async_event };
 	struct nvme_dma w, r;
 	bool seen[65536] = {};
-	uint16_t cids[8], qid = 3;
+	uint16_t cids[8], qid = 3, last;
 	struct nvme_cqe cqe;
 	uint64_t start;
+	long waited;
 	uint8_t *state;
 	ssize_t len;
 	uint32_t v;
@@ -503,12 +504,20 @@ TEST_F(mig, move_with_io_in_flight)
 	while (!nvme_cq_pending(ctrl, qid) && nvme_now_ms() - start < 10000)
 		usleep(1000);
 	usleep(100 * 1000);
+	/* And one on queue 1, in flight when the device stops, if slow. */
+	last = push_write(ctrl, 1, 128, NVME_PAGE_SIZE / self->bs, &w, 0);
+	nvme_sq_ring(ctrl, 1);
 
 	len = mig_save(&self->c.dev, &state);
 	ASSERT_GT(len, 0) {
 		TH_LOG("save: %s", strerror((int)-len));
 	}
-	TH_LOG("state: %zd bytes", len);
+	waited = host_mdev_stat("stop_waited_commands");
+	TH_LOG("state: %zd bytes; the stop waited for %ld commands", len,
+	       waited);
+	/* A backend that takes 100 ms or more still has it when stopping. */
+	if (env_u64("NVMET_MDEV_BACKEND_LATENCY_MS", 0) >= 100)
+		EXPECT_LE(1, waited);
 	EXPECT_EQ(VFIO_DEVICE_STATE_STOP, mig_get(&self->c.dev));
 	/* A stopped device takes no register writes. */
 	v = nvme_cc_default();
@@ -536,6 +545,10 @@ TEST_F(mig, move_with_io_in_flight)
 	}
 	for (i = 0; i < nr; i++)
 		EXPECT_TRUE(seen[cids[i]]);
+	/* The write on queue 1 completed on the source or here, once. */
+	ASSERT_EQ(0, nvme_cq_poll(ctrl, 1, &cqe, 10000));
+	EXPECT_EQ(last, cqe.cid);
+	EXPECT_EQ(0, cqe.status >> 1);
 
 	/* The data arrived; I/O, admin commands and shadow doorbells work. */
 	ASSERT_OK(nvme_rw(ctrl, 1, nvme_cmd_read, 0,
@@ -559,8 +572,10 @@ TEST_F(mig, cancel_resumes_source)
 	struct nvme_dma w, r;
 	struct nvme_cqe cqe;
 	uint8_t *state;
+	uint64_t start;
 	ssize_t len;
 	uint16_t cid;
+	long waited;
 
 	ASSERT_EQ(0, nvme_dma_alloc(ctrl, NVME_PAGE_SIZE, &w));
 	ASSERT_EQ(0, nvme_dma_alloc(ctrl, NVME_PAGE_SIZE, &r));
@@ -568,9 +583,15 @@ TEST_F(mig, cancel_resumes_source)
 	cid = push_write(ctrl, 1, 8, NVME_PAGE_SIZE / self->bs, &w, 0);
 	nvme_sq_ring(ctrl, 1);
 
+	start = nvme_now_ms();
 	len = mig_save(&self->c.dev, &state);
 	ASSERT_GT(len, 0);
 	free(state);
+	waited = host_mdev_stat("stop_waited_commands");
+	TH_LOG("the stop waited for %ld commands; stopping and saving took %llu ms",
+	       waited, (unsigned long long)(nvme_now_ms() - start));
+	if (env_u64("NVMET_MDEV_BACKEND_LATENCY_MS", 0) >= 100)
+		EXPECT_LE(1, waited);
 	ASSERT_EQ(0, mig_set(&self->c.dev, VFIO_DEVICE_STATE_RUNNING, NULL));
 	ASSERT_EQ(0, nvme_cq_poll(ctrl, 1, &cqe, 10000));
 	EXPECT_EQ(cid, cqe.cid);
