@@ -324,6 +324,7 @@ static int nvmet_mdev_init_dev(struct vfio_device *vdev)
 out_mig:
 	nvmet_mdev_mig_uninit(ctrl);
 out_destroy:
+	mutex_destroy(&ctrl->dirty_lock);
 	mutex_destroy(&ctrl->lock);
 	free_percpu(ctrl->stats);
 	return ret;
@@ -345,10 +346,10 @@ static int nvmet_mdev_open_device(struct vfio_device *vdev)
 	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
 
 	mutex_lock(&ctrl->lock);
-	/* Tunables may have changed since probe: power up afresh. */
-	/* Parsed at probe already: cannot fail. */
+	/* The mdev's own host identity (parsed at probe: cannot fail). */
 	nvmet_mdev_host_identity(ctrl);
 	nvmet_mdev_mig_reset(ctrl);
+	/* Tunables may have changed since probe: power up afresh. */
 	nvmet_mdev_pci_init(ctrl);
 	nvmet_mdev_stats_reset(ctrl);
 	switch (ctrl->params.doorbell_mmap) {
