@@ -190,6 +190,14 @@ create_mdev() {
 	echo "$uuid"
 }
 
+# same_host FROM TO: give mdev TO the host NQN and host ID of mdev FROM,
+# as a migration's destination must have (Documentation/nvme/mdev.rst).
+same_host() {
+	local d=/sys/bus/mdev/devices nqn id
+	read -r nqn < "$d/$1/hostnqn" && read -r id < "$d/$1/hostid" &&
+		echo "$nqn" > "$d/$2/hostnqn" && echo "$id" > "$d/$2/hostid"
+}
+
 remove_mdev() {
 	test_vm_only remove_mdev || return 1
 	echo 1 > "/sys/bus/mdev/devices/$1/remove"

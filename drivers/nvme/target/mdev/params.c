@@ -203,12 +203,100 @@ static ssize_t subsysnqn_store(struct device *dev,
 }
 static DEVICE_ATTR_RW(subsysnqn);
 
+/**
+ * nvmet_mdev_host_identity() - the host NQN and host ID in use
+ * @ctrl: the controller (ctrl->lock held, or probe)
+ *
+ * The hostnqn and hostid tunables, or for those not set, the ones the
+ * mdev's UUID gives ("nqn.2014-08.org.nvmexpress:uuid:<uuid>", <uuid>).
+ * A migration carries a guest between mdevs of the same host identity
+ * only (state.c), which the administrator gives them: a VMM cannot
+ * connect as another host, whose access and reservations are its own.
+ */
+void nvmet_mdev_host_identity(struct nvmet_mdev_ctrl *ctrl)
+{
+	char uuid[UUID_STRING_LEN + 1];
+
+	snprintf(uuid, sizeof(uuid), "%pUl", &ctrl->mdev->uuid);
+	if (ctrl->params.hostnqn[0])
+		strscpy(ctrl->hostnqn, ctrl->params.hostnqn);
+	else
+		snprintf(ctrl->hostnqn, sizeof(ctrl->hostnqn),
+			 "nqn.2014-08.org.nvmexpress:uuid:%s", uuid);
+	if (!uuid_is_null(&ctrl->params.hostid))
+		uuid_copy(&ctrl->hostid, &ctrl->params.hostid);
+	else if (uuid_parse(uuid, &ctrl->hostid))
+		uuid_copy(&ctrl->hostid, &uuid_null);	/* cannot happen */
+}
+
 static ssize_t hostnqn_show(struct device *dev, struct device_attribute *attr,
 			    char *buf)
 {
-	return sysfs_emit(buf, "%s\n", dev_to_ctrl(dev)->hostnqn);
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+
+	guard(mutex)(&ctrl->lock);
+	nvmet_mdev_host_identity(ctrl);
+	return sysfs_emit(buf, "%s\n", ctrl->hostnqn);
 }
-static DEVICE_ATTR_RO(hostnqn);
+
+static ssize_t hostnqn_store(struct device *dev, struct device_attribute *attr,
+			     const char *buf, size_t count)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+	size_t len = strcspn(buf, "\n");
+	size_t i;
+
+	/* Empty: the mdev's own.  Otherwise a printable NQN. */
+	if (len >= NVMF_NQN_SIZE)
+		return -EINVAL;
+	for (i = 0; i < len; i++)
+		if (!isgraph(buf[i]))
+			return -EINVAL;
+
+	guard(mutex)(&ctrl->lock);
+	if (ctrl->open)
+		return -EBUSY;
+	memcpy(ctrl->params.hostnqn, buf, len);
+	ctrl->params.hostnqn[len] = '\0';
+	return count;
+}
+static DEVICE_ATTR_RW(hostnqn);
+
+static ssize_t hostid_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+
+	guard(mutex)(&ctrl->lock);
+	nvmet_mdev_host_identity(ctrl);
+	return sysfs_emit(buf, "%pUb\n", &ctrl->hostid);
+}
+
+static ssize_t hostid_store(struct device *dev, struct device_attribute *attr,
+			    const char *buf, size_t count)
+{
+	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
+	size_t len = strcspn(buf, "\n");
+	char s[UUID_STRING_LEN + 1];
+	uuid_t id = {};
+
+	/* Empty: the mdev's own.  Otherwise a UUID. */
+	if (len) {
+		if (len != UUID_STRING_LEN)
+			return -EINVAL;
+		memcpy(s, buf, len);
+		s[len] = '\0';
+		if (uuid_parse(s, &id) || uuid_is_null(&id))
+			return -EINVAL;
+	}
+
+	guard(mutex)(&ctrl->lock);
+	if (ctrl->open)
+		return -EBUSY;
+	uuid_copy(&ctrl->params.hostid, &id);
+	return count;
+}
+static DEVICE_ATTR_RW(hostid);
 
 static struct attribute *nvmet_mdev_attrs[] = {
 	&nvmet_mdev_attr_nr_io_queues.dattr.attr,
@@ -219,6 +307,7 @@ static struct attribute *nvmet_mdev_attrs[] = {
 	&nvmet_mdev_attr_poll_idle_us.dattr.attr,
 	&dev_attr_subsysnqn.attr,
 	&dev_attr_hostnqn.attr,
+	&dev_attr_hostid.attr,
 	NULL
 };
 
@@ -245,6 +334,8 @@ void nvmet_mdev_params_init(struct nvmet_mdev_params *p)
 	p->shadow_doorbells = true;
 	p->doorbell_mmap = NVMET_MDEV_DB_MMAP_AUTO;
 	p->subsysnqn[0] = '\0';
+	p->hostnqn[0] = '\0';
+	uuid_copy(&p->hostid, &uuid_null);
 }
 
 /**

@@ -133,10 +133,15 @@ struct nvmet_mdev_params {
 	bool	shadow_doorbells;	/* advertise Doorbell Buffer Config */
 	u8	doorbell_mmap;		/* NVMET_MDEV_DB_MMAP_* */
 	char	subsysnqn[NVMF_NQN_SIZE + 1];	/* empty: the port's only subsystem */
+	/* The host the controller is for; empty / null: from the mdev's UUID */
+	char	hostnqn[NVMF_NQN_SIZE + 1];
+	uuid_t	hostid;
 };
 
 extern const struct attribute_group *nvmet_mdev_attr_groups[];
 void nvmet_mdev_params_init(struct nvmet_mdev_params *p);
+/* The host NQN and ID the controller connects with; ctrl->lock held. */
+void nvmet_mdev_host_identity(struct nvmet_mdev_ctrl *ctrl);
 ssize_t nvmet_mdev_params_describe(struct mdev_type *mtype, char *buf);
 
 /* ------------------------------------------------------------------ */
@@ -257,6 +262,7 @@ struct nvmet_mdev_ctrl {
 
 	struct nvmet_mdev_params params;
 	bool			db_mmap;	/* as decided at open */
+	/* The host identity in use, from the tunables (see params.c). */
 	/*
 	 * Stopped for a migration (migration.c): no DMA and no interrupts,
 	 * as with bus mastering off.  Written under the lock, read anywhere.

@@ -10,8 +10,9 @@
  * features the transport or nvmet keeps for a PCI controller, the AERs the
  * guest awaits (submitted again to the destination's nvmet controller) and
  * the completions not yet posted (the CQ was full).  The host NQN and ID
- * come along, so that the guest keeps its namespace registrations and
- * reservations.
+ * must be the destination's own (the administrator gives both mdevs the
+ * same, so that the guest keeps its access, registrations and
+ * reservations; a VMM cannot make itself another host).
  *
  * Not carried: the controller ID (nvmet gives the destination's controller
  * its own; hosts read it once, at probe), the error log, events nvmet
@@ -567,8 +568,20 @@ int nvmet_mdev_state_load(struct nvmet_mdev_ctrl *ctrl, const void *buf,
 	ret = nvmet_mdev_regs_restore(ctrl, &r);
 	if (ret)
 		goto reset;
-	memcpy(ctrl->hostnqn, st->hostnqn, sizeof(ctrl->hostnqn));
-	import_uuid(&ctrl->hostid, st->hostid);
+	/*
+	 * The same host: what it may access and the reservations it holds
+	 * are the administrator's to give (the hostnqn and hostid tunables),
+	 * not the VMM's.
+	 */
+	if (strcmp(st->hostnqn, ctrl->hostnqn) ||
+	    memcmp(st->hostid, ctrl->hostid.b, sizeof(st->hostid))) {
+		dev_info_ratelimited(ctrl->vdev.dev,
+				     "migration: the source's host NQN and ID (%s, %pUb) are not this mdev's (%s, %pUb)\n",
+				     st->hostnqn, st->hostid, ctrl->hostnqn,
+				     &ctrl->hostid);
+		ret = -EINVAL;
+		goto reset;
+	}
 
 	if (st->enabled) {
 		ret = nvmet_mdev_load_enabled(ctrl, st, nr_parked);

@@ -277,20 +277,6 @@ static long nvmet_mdev_ioctl(struct vfio_device *vdev, unsigned int cmd,
 /* ------------------------------------------------------------------ */
 /* vfio_device_ops                                                     */
 
-/*
- * The host is the mdev: its NQN and host ID come from the UUID (until a
- * migration brings those of the guest's first mdev).
- */
-static int nvmet_mdev_host_identity(struct nvmet_mdev_ctrl *ctrl)
-{
-	char uuid[UUID_STRING_LEN + 1];
-
-	snprintf(uuid, sizeof(uuid), "%pUl", &ctrl->mdev->uuid);
-	snprintf(ctrl->hostnqn, sizeof(ctrl->hostnqn),
-		 "nqn.2014-08.org.nvmexpress:uuid:%s", uuid);
-	return uuid_parse(uuid, &ctrl->hostid);
-}
-
 static int nvmet_mdev_init_dev(struct vfio_device *vdev)
 {
 	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
@@ -308,9 +294,7 @@ static int nvmet_mdev_init_dev(struct vfio_device *vdev)
 	nvmet_mdev_irq_init(ctrl);
 
 	nvmet_mdev_params_init(&ctrl->params);
-	ret = nvmet_mdev_host_identity(ctrl);
-	if (ret)
-		goto out_destroy;
+	nvmet_mdev_host_identity(ctrl);
 	nvmet_mdev_pci_init(ctrl);
 
 	ret = nvmet_mdev_mig_init(ctrl);
@@ -346,10 +330,9 @@ static int nvmet_mdev_open_device(struct vfio_device *vdev)
 	struct nvmet_mdev_ctrl *ctrl = vdev_to_ctrl(vdev);
 
 	mutex_lock(&ctrl->lock);
-	/* The mdev's own host identity (parsed at probe: cannot fail). */
+	/* Tunables may have changed since probe: power up afresh. */
 	nvmet_mdev_host_identity(ctrl);
 	nvmet_mdev_mig_reset(ctrl);
-	/* Tunables may have changed since probe: power up afresh. */
 	nvmet_mdev_pci_init(ctrl);
 	nvmet_mdev_stats_reset(ctrl);
 	switch (ctrl->params.doorbell_mmap) {

@@ -210,6 +210,8 @@ TEST_F(migration, dirty_log_states)
 #define STATE_CRC_OFF		12
 #define STATE_CFG_OFF		16
 #define STATE_CFG_SIZE		4096
+/* Version 1's controller part: the host NQN after CAP, VS and the rest. */
+#define STATE_HOSTNQN_OFF	4160
 
 FIXTURE(mig) {
 	struct client c;
@@ -651,6 +653,13 @@ TEST_F(mig, hostile_states)
 	memcpy(&v16, bad + STATE_CFG_OFF + 2, 2);
 	v16 ^= 1;
 	memcpy(bad + STATE_CFG_OFF + 2, &v16, 2);
+	state_seal(bad, len);
+	EXPECT_EQ(-EINVAL, mig_load(&self->peer, bad, len));
+	ASSERT_EQ(0, vfio_reset(&self->peer));
+	/* Another host: the peer's identity is the administrator's. */
+	memcpy(bad, state, len);
+	ASSERT_EQ(0, memcmp(bad + STATE_HOSTNQN_OFF, "nqn.", 4));
+	bad[STATE_HOSTNQN_OFF + strlen((char *)bad + STATE_HOSTNQN_OFF) - 1] ^= 1;
 	state_seal(bad, len);
 	EXPECT_EQ(-EINVAL, mig_load(&self->peer, bad, len));
 	ASSERT_EQ(0, vfio_reset(&self->peer));

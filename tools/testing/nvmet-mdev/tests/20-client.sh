@@ -20,11 +20,13 @@ echo 10 > "/sys/bus/mdev/devices/$uuid/mdts" || die "set mdts"
 # or more); the trapped-only case comes last.
 echo on > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap"
 # migration_test moves the controller to a second mdev of the same port
-# and subsystem, tuned alike (a migration needs what the guest saw).
+# and subsystem, tuned alike (a migration needs what the guest saw) and
+# with the first one's host identity.
 peer=$(create_mdev 1) || die "create the peer mdev"
 echo 10 > "/sys/bus/mdev/devices/$peer/mdts" || die "set the peer's mdts"
 echo on > "/sys/bus/mdev/devices/$peer/doorbell_mmap" ||
 	die "set the peer's doorbell_mmap"
+same_host "$uuid" "$peer" || die "give the peer the same host identity"
 export NVMET_MDEV_PEER=$peer
 
 # Conformance and hostile cases with doorbells written through the mmap'ed

@@ -32,6 +32,12 @@ setup_default 1 $nqn $dev || die "nvmet setup"
 modprobe nvmet-mdev || die "modprobe nvmet-mdev"
 u1=$(create_mdev 1) || die "create mdev 1"
 u2=$(create_mdev 1) || die "create mdev 2"
+# The destination connects as the same host (a state of another host is
+# refused): the administrator gives it the source's host NQN and ID.
+same_host "$u1" "$u2" || die "same host identity"
+id1=$(cat /sys/bus/mdev/devices/$u1/host{nqn,id})
+id2=$(cat /sys/bus/mdev/devices/$u2/host{nqn,id})
+tap_ok "mdev 2 has mdev 1's host NQN and ID" test "$id1" = "$id2"
 
 # The guest's initramfs.
 root=/tmp/mig-initrd
