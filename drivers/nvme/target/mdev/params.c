@@ -170,6 +170,27 @@ static ssize_t shadow_doorbells_store(struct device *dev,
 }
 static DEVICE_ATTR_RW(shadow_doorbells);
 
+/* An NQN tunable (@nqn, NVMF_NQN_SIZE + 1 bytes): empty or printable. */
+static ssize_t nvmet_mdev_nqn_store(struct nvmet_mdev_ctrl *ctrl,
+				    const char *buf, size_t count, char *nqn)
+{
+	size_t len = strcspn(buf, "\n");
+	size_t i;
+
+	if (len >= NVMF_NQN_SIZE)
+		return -EINVAL;
+	for (i = 0; i < len; i++)
+		if (!isgraph(buf[i]))
+			return -EINVAL;
+
+	guard(mutex)(&ctrl->lock);
+	if (ctrl->open)
+		return -EBUSY;
+	memcpy(nqn, buf, len);
+	nqn[len] = '\0';
+	return count;
+}
+
 static ssize_t subsysnqn_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
 {
@@ -183,23 +204,9 @@ static ssize_t subsysnqn_store(struct device *dev,
 			       struct device_attribute *attr,
 			       const char *buf, size_t count)
 {
-	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	size_t len = strcspn(buf, "\n");
-	size_t i;
-
-	/* Empty: the port's only subsystem.  Otherwise a printable NQN. */
-	if (len >= NVMF_NQN_SIZE)
-		return -EINVAL;
-	for (i = 0; i < len; i++)
-		if (!isgraph(buf[i]))
-			return -EINVAL;
-
-	guard(mutex)(&ctrl->lock);
-	if (ctrl->open)
-		return -EBUSY;
-	memcpy(ctrl->params.subsysnqn, buf, len);
-	ctrl->params.subsysnqn[len] = '\0';
-	return count;
+	/* Empty: the port's only subsystem. */
+	return nvmet_mdev_nqn_store(dev_to_ctrl(dev), buf, count,
+				    dev_to_ctrl(dev)->params.subsysnqn);
 }
 static DEVICE_ATTR_RW(subsysnqn);
 
@@ -242,23 +249,9 @@ static ssize_t hostnqn_show(struct device *dev, struct device_attribute *attr,
 static ssize_t hostnqn_store(struct device *dev, struct device_attribute *attr,
 			     const char *buf, size_t count)
 {
-	struct nvmet_mdev_ctrl *ctrl = dev_to_ctrl(dev);
-	size_t len = strcspn(buf, "\n");
-	size_t i;
-
-	/* Empty: the mdev's own.  Otherwise a printable NQN. */
-	if (len >= NVMF_NQN_SIZE)
-		return -EINVAL;
-	for (i = 0; i < len; i++)
-		if (!isgraph(buf[i]))
-			return -EINVAL;
-
-	guard(mutex)(&ctrl->lock);
-	if (ctrl->open)
-		return -EBUSY;
-	memcpy(ctrl->params.hostnqn, buf, len);
-	ctrl->params.hostnqn[len] = '\0';
-	return count;
+	/* Empty: the mdev's own. */
+	return nvmet_mdev_nqn_store(dev_to_ctrl(dev), buf, count,
+				    dev_to_ctrl(dev)->params.hostnqn);
 }
 static DEVICE_ATTR_RW(hostnqn);
 
