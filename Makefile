@@ -34,14 +34,15 @@ export KBUILD_BUILD_HOST := build
 KMAKE		= $(MAKE) -C $(SRC) O=$(OBJ) CC="ccache gcc" -j$(JOBS) \
 		  KCFLAGS="$(KCFLAGS)"
 
-.PHONY: all help deps kernel source config client fio check demo lint \
-	patches shell test bench perf-kernel clean distclean
+.PHONY: all help deps kernel guest-kernel source config client fio check demo \
+	lint patches shell test bench perf-kernel clean distclean
 
 all: kernel
 
 help:
 	@echo "make deps      install the Debian packages the build and tests need"
 	@echo "make kernel    fetch, patch, configure and build: build/bzImage, build/modules/"
+	@echo "make guest-kernel  the nested guests' kernel alone: build/guest-bzImage"
 	@echo "make fio       the test VMs' fio (Debian's, static and lean): build/fio/fio"
 	@echo "make check     build, boot the test VM and run every test (TAP)"
 	@echo "make test T=name   run one test (tools/testing/nvmet-mdev/tests/name.sh)"
@@ -92,13 +93,17 @@ $(POBJ)/.config: $(HARNESS)/config $(HARNESS)/config.perf $(TOP)/patches/series 
 
 config: source $(OBJ)/.config $(GOBJ)/.config
 
-kernel: source $(OBJ)/.config $(GOBJ)/.config
+kernel: source $(OBJ)/.config guest-kernel
 	flock $(BUILD)/.build.lock $(KMAKE) bzImage modules
 	cp $(OBJ)/arch/x86/boot/bzImage $(BUILD)/bzImage.tmp
 	mv $(BUILD)/bzImage.tmp $(BUILD)/bzImage
 	flock $(BUILD)/.build.lock $(MAKE) -C $(SRC) O=$(OBJ) -s \
 		INSTALL_MOD_PATH=$(BUILD)/modules.tmp modules_install
 	rm -rf $(BUILD)/modules && mv $(BUILD)/modules.tmp $(BUILD)/modules
+
+# The nested guests' kernel alone: build/guest-bzImage (make kernel builds
+# it too; make bench needs it without the debug host kernel).
+guest-kernel: source $(GOBJ)/.config
 	flock $(BUILD)/.build.lock $(MAKE) -C $(SRC) O=$(GOBJ) CC="ccache gcc" \
 		-j$(JOBS) bzImage
 	cp $(GOBJ)/arch/x86/boot/bzImage $(BUILD)/guest-bzImage.tmp
@@ -130,8 +135,8 @@ lint: kernel
 		$(TOP)/drivers/nvme/target/tests/*.c
 
 # The userspace VFIO NVMe client; built here since the VMs' root is
-# read-only.
-client: kernel
+# read-only.  It takes the uapi headers from the source tree.
+client: source
 	$(MAKE) -C $(HARNESS)/client
 
 # The test VMs' fio (see build-fio.sh): the installed fio's source, built
@@ -156,7 +161,7 @@ demo: deps kernel fio
 shell: kernel
 	$(HARNESS)/vm.sh --interactive
 
-bench: deps kernel perf-kernel client fio
+bench: deps guest-kernel perf-kernel client fio
 	$(HARNESS)/bench.sh
 
 clean:
