@@ -376,7 +376,12 @@ static struct file *nvmet_mdev_mig_step(struct nvmet_mdev_ctrl *ctrl,
 		ret = nvmet_mdev_mig_load(ctrl, mig->resuming);
 		mutex_unlock(&mig->resuming->lock);
 		nvmet_mdev_mig_file_disable(&mig->resuming);
-		return ret ? ERR_PTR(ret) : NULL;
+		if (ret) {
+			/* No state and no file: only a reset leaves ERROR. */
+			mig->state = VFIO_DEVICE_STATE_ERROR;
+			return ERR_PTR(ret);
+		}
+		return NULL;
 	}
 
 	/* vfio_mig_get_next_state() gives no other arc for our flags. */
@@ -395,6 +400,11 @@ nvmet_mdev_set_state(struct vfio_device *vdev,
 
 	mutex_lock(&ctrl->lock);
 	while (ctrl->mig->state != new_state) {
+		/* Only a reset leaves ERROR (the core WARNs on arcs from it). */
+		if (ctrl->mig->state == VFIO_DEVICE_STATE_ERROR) {
+			res = ERR_PTR(-EINVAL);
+			break;
+		}
 		ret = vfio_mig_get_next_state(vdev, ctrl->mig->state,
 					      new_state, &next);
 		if (ret) {

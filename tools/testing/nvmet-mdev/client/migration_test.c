@@ -635,8 +635,17 @@ TEST_F(mig, hostile_states)
 	bad = malloc(len + 16);
 	ASSERT_NE(NULL, bad);
 
-	/* Cut short, one byte flipped (CRC), another version, not ours. */
+	/*
+	 * Cut short, one byte flipped (CRC), another version, not ours.  A
+	 * state refused leaves the device in ERROR, which nothing but a
+	 * reset leaves (once a second STOP found no state to load).
+	 */
 	EXPECT_EQ(-EINVAL, mig_load(&self->peer, state, len - 1));
+	EXPECT_EQ(VFIO_DEVICE_STATE_ERROR, mig_get(&self->peer));
+	EXPECT_EQ(-EINVAL, mig_set(&self->peer, VFIO_DEVICE_STATE_STOP, NULL));
+	EXPECT_EQ(-EINVAL, mig_set(&self->peer, VFIO_DEVICE_STATE_RUNNING,
+				   NULL));
+	EXPECT_EQ(VFIO_DEVICE_STATE_ERROR, mig_get(&self->peer));
 	ASSERT_EQ(0, vfio_reset(&self->peer));
 	EXPECT_EQ(VFIO_DEVICE_STATE_RUNNING, mig_get(&self->peer));
 	memcpy(bad, state, len);
