@@ -273,7 +273,8 @@ again:
 	st->cap = cpu_to_le64(ctrl->regs.cap);
 	st->vs = cpu_to_le32(ctrl->regs.vs);
 	st->shadow_doorbells = ctrl->params.shadow_doorbells;
-	memcpy(st->hostnqn, ctrl->hostnqn, sizeof(st->hostnqn));
+	/* NUL padded (the buffer is zeroed), as the destination checks. */
+	strscpy(st->hostnqn, ctrl->hostnqn);
 	export_uuid(st->hostid, &ctrl->hostid);
 	st->asq = cpu_to_le64(ctrl->regs.asq);
 	st->acq = cpu_to_le64(ctrl->regs.acq);

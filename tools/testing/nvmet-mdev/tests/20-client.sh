@@ -21,7 +21,10 @@ echo 10 > "/sys/bus/mdev/devices/$uuid/mdts" || die "set mdts"
 echo on > "/sys/bus/mdev/devices/$uuid/doorbell_mmap" || die "set doorbell_mmap"
 # migration_test moves the controller to a second mdev of the same port
 # and subsystem, tuned alike (a migration needs what the guest saw) and
-# with the first one's host identity.
+# with the first one's host identity: one the administrator gave, shorter
+# than the UUID-derived one it replaces (the state carries it NUL padded).
+hostnqn=nqn.2026-12.org.example:client-host
+echo $hostnqn > "/sys/bus/mdev/devices/$uuid/hostnqn" || die "set the host NQN"
 peer=$(create_mdev 1) || die "create the peer mdev"
 echo 10 > "/sys/bus/mdev/devices/$peer/mdts" || die "set the peer's mdts"
 echo on > "/sys/bus/mdev/devices/$peer/doorbell_mmap" ||
