@@ -104,7 +104,11 @@ struct nvmet_mdev_ctrl_state {
 #define nvmet_mdev_rsvd_ok(field)	\
 	(!memchr_inv(&(field), 0, sizeof(field)))
 
-/* Completions parked on the CQs now (a stopped controller: stable). */
+/*
+ * Completions parked on the CQs now: stable once the controller is
+ * stopped, an estimate while it runs (the VMM may ask for the data size
+ * then, and the guest may delete a CQ meanwhile: RCU keeps it).
+ */
 static unsigned int nvmet_mdev_nr_parked(struct nvmet_mdev_ctrl *ctrl)
 {
 	struct nvmet_mdev_iod *iod;
@@ -115,8 +119,9 @@ static unsigned int nvmet_mdev_nr_parked(struct nvmet_mdev_ctrl *ctrl)
 
 	if (!ctrl->tctrl)
 		return 0;
+	rcu_read_lock();
 	for (qid = 0; qid < NVMET_MDEV_NR_QUEUES; qid++) {
-		cq = rcu_access_pointer(ctrl->dp->cqs[qid]);
+		cq = rcu_dereference(ctrl->dp->cqs[qid]);
 		if (!cq)
 			continue;
 		spin_lock_irqsave(&cq->lock, flags);
@@ -124,6 +129,7 @@ static unsigned int nvmet_mdev_nr_parked(struct nvmet_mdev_ctrl *ctrl)
 			n++;
 		spin_unlock_irqrestore(&cq->lock, flags);
 	}
+	rcu_read_unlock();
 	return n;
 }
 
