@@ -133,12 +133,13 @@ static ssize_t nvmet_mdev_mig_write(struct file *filp, const char __user *ubuf,
 			goto out;
 		}
 		migf->buf = buf;
-		migf->len = end;
 	}
+	/* What a failed copy left is not part of the state. */
 	if (copy_from_user(migf->buf + filp->f_pos, ubuf, count)) {
 		ret = -EFAULT;
 		goto out;
 	}
+	migf->len = max(migf->len, end);
 	filp->f_pos += count;
 	ret = count;
 out:
