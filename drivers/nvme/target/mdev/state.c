@@ -583,9 +583,9 @@ int nvmet_mdev_state_load(struct nvmet_mdev_ctrl *ctrl, const void *buf,
 	if (strcmp(st->hostnqn, ctrl->hostnqn) ||
 	    memcmp(st->hostid, ctrl->hostid.b, sizeof(st->hostid))) {
 		dev_info_ratelimited(ctrl->vdev.dev,
-				     "migration: the source's host NQN and ID (%s, %pUb) are not this mdev's (%s, %pUb)\n",
-				     st->hostnqn, st->hostid, ctrl->hostnqn,
-				     &ctrl->hostid);
+				     "migration: the source's host NQN and ID (%*pE, %pUb) are not this mdev's (%s, %pUb)\n",
+				     (int)strlen(st->hostnqn), st->hostnqn,
+				     st->hostid, ctrl->hostnqn, &ctrl->hostid);
 		ret = -EINVAL;
 		goto reset;
 	}
