@@ -597,6 +597,17 @@ int nvmet_mdev_state_load(struct nvmet_mdev_ctrl *ctrl, const void *buf,
 	} else if (nr_parked || st->nr_aers) {
 		ret = -EINVAL;
 		goto reset;
+	} else if (nvmet_cc_en(r.cc) && !nvmet_cc_shn(r.cc) &&
+		   !(r.csts & (NVME_CSTS_RDY | NVME_CSTS_CFS |
+			       NVME_CSTS_SHST_MASK))) {
+		/*
+		 * Stopped between the guest's CC.EN = 1 and CSTS.RDY: enable
+		 * as that write did on the source, or the guest waits for a
+		 * ready bit that nothing sets.
+		 */
+		ret = nvmet_mdev_ctrl_enable(ctrl);
+		if (ret)
+			goto reset;
 	}
 	return 0;
 

@@ -212,6 +212,7 @@ TEST_F(migration, dirty_log_states)
 #define STATE_CFG_SIZE		4096
 /* Version 1's controller part: the host NQN after CAP, VS and the rest. */
 #define STATE_HOSTNQN_OFF	4160
+#define STATE_CC_OFF		4420	/* after the host ID, ASQ, ACQ, INTMS */
 
 FIXTURE(mig) {
 	struct client c;
@@ -610,6 +611,50 @@ TEST_F(mig, cancel_resumes_source)
 			  &r, 0));
 	nvme_dma_free(ctrl, &w);
 	nvme_dma_free(ctrl, &r);
+}
+
+/*
+ * A source stopped between the guest's CC.EN = 1 and CSTS.RDY (before its
+ * admin queue's thread ran) carries the registers but no controller: the
+ * destination enables as that write did and becomes ready by itself.
+ */
+TEST_F(mig, stopped_while_enabling)
+{
+	struct nvme_ctrl *ctrl = self->ctrl;
+	struct nvme_queue *q[] = { &ctrl->sq[0], &ctrl->cq[0] };
+	uint8_t *state;
+	unsigned int i;
+	ssize_t len;
+	uint32_t cc;
+
+	/* Disabled, AQA, ASQ and ACQ kept: the state of such a source... */
+	ASSERT_EQ(0, nvme_disable(ctrl));
+	len = mig_save(&self->c.dev, &state);
+	ASSERT_GT(len, STATE_CC_OFF + 4);
+	memcpy(&cc, state + STATE_CC_OFF, 4);
+	ASSERT_EQ(0, cc & NVME_CC_EN);
+	/* ...but for CC.EN, which its guest had just set. */
+	cc |= NVME_CC_EN;
+	memcpy(state + STATE_CC_OFF, &cc, 4);
+	state_seal(state, len);
+	ASSERT_EQ(0, mig_load(&self->peer, state, len));
+	ASSERT_EQ(0, mig_set(&self->peer, VFIO_DEVICE_STATE_RUNNING, NULL));
+	free(state);
+	ASSERT_EQ(0, move_to(ctrl, &self->peer));
+	vfio_dma_mirror = &self->c.dev;
+
+	ASSERT_EQ(0, nvme_wait_ready(ctrl, true)) {
+		TH_LOG("CSTS %#x", nvme_read32(ctrl, NVME_REG_CSTS));
+	}
+	/* Its admin queues are the ones the registers give, empty. */
+	for (i = 0; i < 2; i++) {
+		memset(q[i]->mem.va, 0, q[i]->mem.size);
+		q[i]->head = 0;
+		q[i]->tail = 0;
+		q[i]->phase = 1;
+		q[i]->live = true;
+	}
+	ASSERT_OK(nvme_identify(ctrl, 1, 0, 0, NULL));
 }
 
 /*
