@@ -51,6 +51,16 @@ host VM had taken a timer interrupt between KVM's CLGI and STGI, the same
 flag wrong the other way.  So after GIVE_UP events in a row that did not
 thaw the vCPU this says so and ends QEMU: the run fails then, with the
 reason, instead of at its time limit.
+
+And some host VMs stop without halting.  In make bench's 1-vCPU host VM
+(2026-12-07) the vCPU sat for 18 minutes at one instruction, not halted,
+IF=1 and the timer's vector pending, QEMU at 100% of a core, CR3 pointing
+at a page of zeros: no kernel half, so neither the next instruction nor
+the interrupt could be fetched, and no kernel check could report it.  So
+a VM whose jiffies, once seen moving (boot is not watched), have not
+moved for NO_PROGRESS_SECS while its vCPU is not halted is ended too,
+after its registers are printed: nothing in the kernel ran for that long
+(its timer interrupt advances jiffies every tick).
 """
 import os
 import re
@@ -64,6 +74,7 @@ from vmqmp import hmp, qmp
 START_KERNEL_MAP = 0xffffffff80000000
 STUCK_SECS = 8
 GIVE_UP = 30                    # events in a row without a thaw
+NO_PROGRESS_SECS = 120
 
 
 def jiffies_phys(sysmap):
@@ -80,28 +91,32 @@ def jiffies_phys(sysmap):
 
 
 def look(path, phys):
-    """One look at the vCPU, as (frozen, jiffies), both None unless it is
-    halted with IF=1.  frozen: 'RIP=... IRR=...' when, besides, its ISR is
-    empty and vectors are pending in IRR; jiffies: jiffies_64 (phys known)."""
+    """One look at the vCPU, as (frozen, jiffies, running), the first two
+    None unless it is halted with IF=1.  frozen: 'RIP=... IRR=...' when,
+    besides, its ISR is empty and vectors are pending in IRR; jiffies:
+    jiffies_64 (phys known); running: (jiffies, registers) of a vCPU that
+    is not halted, else None."""
     cmds = [hmp('info registers'), hmp('info lapic')]
     if phys is not None:
         cmds.append(hmp('xp /1gx %#x' % phys))
     out = qmp(path, cmds)
-    m = re.search(r'RIP=([0-9a-f]+) RFL=([0-9a-f]+).*?HLT=([01])', out[0], re.S)
-    if not m or m.group(3) != '1' or not int(m.group(2), 16) & 0x200:
-        return None, None
     jiffies = None
     if phys is not None:
         v = re.search(r':\s*(0x[0-9a-f]+)', out[2])
         jiffies = int(v.group(1), 16) if v else None
+    m = re.search(r'RIP=([0-9a-f]+) RFL=([0-9a-f]+).*?HLT=([01])', out[0], re.S)
+    if m and m.group(3) == '0':
+        return None, None, (jiffies, out[0])
+    if not m or not int(m.group(2), 16) & 0x200:
+        return None, None, None
     irr = re.search(r'^IRR[ \t]*(.*)$', out[1], re.M)
     isr = re.search(r'^ISR[ \t]*(.*)$', out[1], re.M)
     if not irr or not isr or isr.group(1).strip() != '(none)':
-        return None, jiffies
+        return None, jiffies, None
     pending = irr.group(1).strip()
     if pending in ('', '(none)'):
-        return None, jiffies
-    return 'RIP=%s IRR=%s' % (m.group(1), pending), jiffies
+        return None, jiffies, None
+    return 'RIP=%s IRR=%s' % (m.group(1), pending), jiffies, None
 
 
 def main():
@@ -115,11 +130,30 @@ def main():
         time.sleep(0.1)
     prev = last_j = None
     kicks = 0                                       # in a row, no thaw
+    busy = None                                     # (jiffies, since)
+    ticked = None                                   # first jiffies seen
     while True:
         # Well within the soft lockup threshold (20 s).
         time.sleep(1)
         try:
-            cur, j = look(path, phys)
+            cur, j, running = look(path, phys)
+            now_j = running[0] if running else j
+            if ticked is None:
+                ticked = now_j
+            elif ticked is not True and now_j is not None and now_j != ticked:
+                ticked = True                       # the kernel's timer runs
+            if running is None or running[0] is None or ticked is not True:
+                busy = None
+            elif not busy or busy[0] != running[0]:
+                busy = (running[0], time.monotonic())
+            elif time.monotonic() - busy[1] >= NO_PROGRESS_SECS:
+                sys.stderr.write('vm.sh: the kernel made no progress for %d s (jiffies '
+                                 'stuck, the vCPU not halted; see wakeup-watch.py); '
+                                 'ending the VM.  Its registers:\n%s\n'
+                                 % (time.monotonic() - busy[1], running[1]))
+                sys.stderr.flush()
+                qmp(path, [('quit', None)])
+                return
             if cur is None and (j is None or j != last_j):
                 kicks = 0
             last_j = j
